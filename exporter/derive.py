@@ -1,0 +1,102 @@
+"""Pure math over pooled Totals: DESIGN.md's derived quantities.
+
+With D, T, A, A_i summed over a window:
+  L = 1 + A/D (mean acceptance length, bonus token included, as vLLM reports it)
+  r_i = A_i/D (unconditional: positions 0..i all accepted); L = 1 + Σ r_i
+  c_i = r_i / r_{i-1}, c_0 = r_0 (conditional: where the chain breaks)
+  α = A/T (draft acceptance ratio); T/D (mean draft length, below k when drafts are shortened)
+  E(k') = 1 + Σ_{i<k'} r_i (expected tokens per step drafting only k' positions)
+  speed-up(k') = E(k') / (1 + k'·c), c = cost of one draft token relative to a target step
+  recommended k = argmax speed-up(k') over k' = 0..k (0 = speculation does not pay)
+A window with D = 0 yields nothing: absent, never zero or NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from exporter.window import Totals
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """Everything derived from one window's Totals; fields are None when they cannot be known."""
+
+    drafts: int | None
+    draft_tokens: int
+    accepted_tokens: int
+    wasted_draft_tokens: int
+    draft_acceptance_ratio: float | None
+    mean_acceptance_length: float | None
+    mean_draft_length: float | None
+    position_acceptance: tuple[float, ...]
+    conditional_acceptance: tuple[float | None, ...]
+    expected_tokens_per_step: tuple[float, ...]  # E(k') for k' = 0..k
+    speedup: tuple[float, ...]  # E(k') / (1 + k'·c) for k' = 0..k
+    recommended_speculative_tokens: int | None
+    num_speculative_tokens: int | None
+    seconds: float | None  # the span the window's intervals cover
+
+
+def position_acceptance(accepted_per_position: tuple[int, ...], drafts: int) -> tuple[float, ...]:
+    """r_i = A_i / D."""
+    return tuple(count / drafts for count in accepted_per_position)
+
+
+def conditional_acceptance(rates: tuple[float, ...]) -> tuple[float | None, ...]:
+    """c_0 = r_0, c_i = r_i / r_{i-1}; None where the previous position was never accepted."""
+    result: list[float | None] = []
+    previous = 1.0
+    for rate in rates:
+        result.append(rate / previous if previous > 0 else None)
+        previous = rate
+    return tuple(result)
+
+
+def expected_tokens_per_step(rates: tuple[float, ...]) -> tuple[float, ...]:
+    """E(k') = 1 + Σ_{i<k'} r_i for k' = 0..len(rates)."""
+    values = [1.0]
+    for rate in rates:
+        values.append(values[-1] + rate)
+    return tuple(values)
+
+
+def speedup_curve(expected: tuple[float, ...], draft_token_cost: float) -> tuple[float, ...]:
+    """E(k') / (1 + k'·c): tokens per unit of target-step time when drafting k' tokens."""
+    return tuple(value / (1.0 + k * draft_token_cost) for k, value in enumerate(expected))
+
+
+def recommended_speculative_tokens(speedup: tuple[float, ...]) -> int:
+    """The k' with the best speed-up; ties go to the smaller k' (same gain, less work)."""
+    return max(range(len(speedup)), key=lambda k: (speedup[k], -k))
+
+
+def derive(totals: Totals, draft_token_cost: float) -> Derived | None:
+    """All derived values for one window; None when nothing was drafted in it."""
+    if totals.draft_tokens <= 0:
+        return None
+    drafts = totals.known_drafts
+    if drafts is not None and drafts <= 0:
+        drafts = None
+    rates = position_acceptance(totals.accepted_per_position, drafts) if drafts else ()
+    expected = expected_tokens_per_step(rates) if rates else ()
+    speedup = speedup_curve(expected, draft_token_cost) if expected else ()
+    seconds = None
+    if totals.start is not None and totals.end is not None and totals.end > totals.start:
+        seconds = totals.end - totals.start
+    return Derived(
+        drafts=drafts,
+        draft_tokens=totals.draft_tokens,
+        accepted_tokens=totals.accepted_tokens,
+        wasted_draft_tokens=totals.draft_tokens - totals.accepted_tokens,
+        draft_acceptance_ratio=totals.accepted_tokens / totals.draft_tokens,
+        mean_acceptance_length=1.0 + totals.accepted_tokens / drafts if drafts else None,
+        mean_draft_length=totals.draft_tokens / drafts if drafts else None,
+        position_acceptance=rates,
+        conditional_acceptance=conditional_acceptance(rates),
+        expected_tokens_per_step=expected,
+        speedup=speedup,
+        recommended_speculative_tokens=recommended_speculative_tokens(speedup) if speedup else None,
+        num_speculative_tokens=totals.k if totals.k is not None else (len(rates) or None),
+        seconds=seconds,
+    )

@@ -1,0 +1,177 @@
+"""Turn the lines of one log upstream into Interval records.
+
+What a single line cannot tell, this keeps per upstream:
+  * which engine a V1 spec line belongs to — the `Engine 00N:` line that precedes it from the same
+    pid (the spec line itself carries no engine index);
+  * V0 counts are cumulative since the server started — intervals are deltas between consecutive
+    lines; a drop means a restart and starts a new baseline (never a negative or a spike);
+  * the speculative config and served model name from the startup lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from exporter.parse.envelope import parse_envelope
+from exporter.parse.timestamps import resolve_log_time
+from exporter.parse.vllm_log import (
+    SPEC_MARKERS,
+    SpecLineError,
+    parse_config_message,
+    parse_engine_marker,
+    parse_spec_message,
+)
+from exporter.reconstruct import reconstruct
+from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SeriesKey, SpecConfig
+
+UNKNOWN_MODEL = "unknown"
+DEFAULT_ENGINE = "0"
+_RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
+
+# Cheap substring tests so that lines which cannot matter never reach a regex.
+_INTERESTING = ("metrics: ", "Engine", "non-default args", "LLM engine")
+
+ClockMode = Literal["log", "arrival"]
+
+
+@dataclass(frozen=True, slots=True)
+class LineOutcome:
+    """What one line produced: at most one of each."""
+
+    interval: Interval | None = None
+    config: SpecConfig | None = None
+    problem: ParseProblem | None = None
+    spec_line: bool = False  # a spec-decode line was recognised (used or not)
+    variant: str | None = None
+
+
+_NOTHING = LineOutcome()
+
+
+@dataclass
+class LogInterpreter:
+    """Stateful line → Interval conversion for one upstream (one log path or stdin)."""
+
+    upstream: str
+    clock: ClockMode = "arrival"
+    year_reference: float | None = None  # for clock="log": the file's mtime
+    model_name: str | None = None  # forces model_name instead of the one found in the log
+    config: SpecConfig = field(default_factory=SpecConfig)
+    _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
+    _v0_baseline: dict[int | None, ParsedSpecLine | None] = field(default_factory=dict)
+    _last_end: dict[SeriesKey, float] = field(default_factory=dict)
+    restarts: int = 0
+
+    def feed(self, line: RawLine) -> LineOutcome:
+        text = line.text
+        if not any(marker in text for marker in _INTERESTING):
+            return _NOTHING
+        envelope = parse_envelope(text)
+        if envelope is None:
+            if any(marker in text for marker in SPEC_MARKERS):
+                return self._problem(line, "unknown_layout", spec_line=True)
+            return _NOTHING
+        message = envelope.message
+        try:
+            parsed = parse_spec_message(message)
+        except SpecLineError as error:
+            return self._problem(line, error.reason, spec_line=True)
+        if parsed is not None:
+            return self._spec(line, envelope.pid, envelope.month_day_time, parsed)
+        marker = parse_engine_marker(message)
+        if marker is not None:
+            self._engine_by_pid[envelope.pid] = marker.engine
+            return _NOTHING
+        config = parse_config_message(message)
+        if config is not None:
+            self.config = self.config.merged(config)
+            # a server (re)start: V0 counters begin again at zero, so zero is the baseline
+            self._v0_baseline = {pid: None for pid in self._v0_baseline} or {None: None}
+            return LineOutcome(config=self.config)
+        return _NOTHING
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _problem(self, line: RawLine, reason: str, *, spec_line: bool) -> LineOutcome:
+        return LineOutcome(problem=ParseProblem(self.upstream, reason, line.text), spec_line=spec_line)
+
+    def _series(self, engine: str) -> SeriesKey:
+        model = self.model_name or self.config.served_model_name or self.config.model or UNKNOWN_MODEL
+        return SeriesKey(upstream=self.upstream, model_name=model, engine=engine, source="log")
+
+    def _time(self, line: RawLine, month_day_time: str) -> float:
+        if self.clock == "log":
+            if line.stream_time is not None:
+                return line.stream_time
+            stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)
+            if stamp is not None:
+                return stamp
+        return line.read_at
+
+    def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine) -> LineOutcome:
+        if parsed.cumulative:
+            counts = self._v0_delta(pid, parsed)
+            if counts is None:
+                return LineOutcome(spec_line=True, variant=parsed.variant)
+            key, draft_tokens, accepted, drafts, k = self._series(DEFAULT_ENGINE), *counts
+            positions: tuple[int, ...] = ()
+            drafts_range = (drafts, drafts)
+        else:
+            if parsed.draft_tokens == 0:  # a `nan%` line: nothing was drafted
+                return LineOutcome(spec_line=True, variant=parsed.variant)
+            if parsed.accepted_tokens > parsed.draft_tokens or self._rate_disagrees(parsed):
+                return self._problem(line, "inconsistent_counts", spec_line=True)
+            key = self._series(self._engine_by_pid.get(pid, DEFAULT_ENGINE))
+            draft_tokens, accepted = parsed.draft_tokens, parsed.accepted_tokens
+            rates = parsed.position_rates
+            k = len(rates) if rates else None
+            rebuilt = reconstruct(accepted, draft_tokens, parsed.mean_acceptance_length, rates)
+            if rebuilt is None and (rates or parsed.mean_acceptance_length is not None):
+                return self._problem(line, "reconstruction_failed", spec_line=True)
+            drafts = rebuilt.drafts if rebuilt else None
+            positions = rebuilt.accepted_per_position if rebuilt else ()
+            drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high) if rebuilt else None
+        end = self._time(line, month_day_time)
+        interval = Interval(
+            key=key,
+            end=end,
+            start=self._last_end.get(key),
+            draft_tokens=draft_tokens,
+            accepted_tokens=accepted,
+            drafts=drafts,
+            accepted_per_position=positions,
+            k=k or self.config.num_speculative_tokens,
+            drafts_range=drafts_range,
+            variant=parsed.variant,
+        )
+        self._last_end[key] = end
+        return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
+
+    @staticmethod
+    def _rate_disagrees(parsed: ParsedSpecLine) -> bool:
+        printed = parsed.draft_acceptance_percent
+        if printed is None or printed != printed:  # absent or nan
+            return False
+        return abs(100.0 * parsed.accepted_tokens / parsed.draft_tokens - printed) > _RATE_TOLERANCE_PERCENT
+
+    def _v0_delta(self, pid: int | None, parsed: ParsedSpecLine) -> tuple[int, int, int, int] | None:
+        """(T, A, D, k) since the previous cumulative line of this process, or None for a baseline."""
+        seen = pid in self._v0_baseline
+        previous = self._v0_baseline.get(pid)
+        self._v0_baseline[pid] = parsed
+        k = parsed.num_speculative_tokens or 0
+        if not seen:
+            return None  # joined mid-run: the first line is only a baseline
+        before = (0, 0) if previous is None else (previous.draft_tokens, previous.emitted_tokens or 0)
+        now = (parsed.draft_tokens, parsed.emitted_tokens or 0)
+        if now[0] < before[0] or now[1] < before[1]:
+            self.restarts += 1
+            return None  # restart without startup lines: new baseline, the reset interval is dropped
+        draft_tokens, emitted = now[0] - before[0], now[1] - before[1]
+        if draft_tokens == 0 or k <= 0:
+            return None
+        drafts = draft_tokens // k  # V0 asserts draft tokens are a multiple of k
+        # V0's "accepted" is not prefix-based; emitted = accepted prefix + one token per draft.
+        accepted = max(0, emitted - drafts)
+        return draft_tokens, accepted, drafts, k

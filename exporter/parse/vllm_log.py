@@ -1,0 +1,257 @@
+"""Parse the message of a vLLM log line: spec-decode metrics, engine markers, startup config.
+
+Every variant of reference §2 is recognised: V0-a, V0-b (`Speculative metrics:` with System
+efficiency, cumulative counts), V1-a (`Speculative metrics:` without it) and V1-b … V1-e
+(`SpecDecoding metrics:`). Fields are read as `Key: value` pairs in any order, so forks that add
+keys still parse; the per-position list is taken as the run of numbers after its key because its
+items use the same `, ` separator as the pairs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from exporter.records import EngineMarker, ParsedSpecLine, SpecConfig
+
+V0_PREFIX = "Speculative metrics: "
+V1_PREFIX = "SpecDecoding metrics: "
+SPEC_MARKERS = (V0_PREFIX, V1_PREFIX)
+PER_POSITION_KEY = "Per-position acceptance rate"
+
+
+class SpecLineError(ValueError):
+    """A line that starts like a spec-decode line but cannot be used; `reason` is a metric label."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+_NUMBER = r"(?:\d+(?:\.\d+)?|nan|inf)"
+_PER_POSITION = re.compile(
+    re.escape(PER_POSITION_KEY) + rf": ((?:{_NUMBER}(?:, {_NUMBER})*)?)(?=, |$|,? *$)"
+)
+# A key starts at the message start or after ", ", begins with a letter and ends at ": ".
+_KEY = re.compile(r"(?:^|, )([A-Za-z][A-Za-z0-9 ()/_-]*?): ")
+_ENGINE = re.compile(r"^Engine (\d+): ")
+_AGGREGATED = re.compile(r"^\d+ Engines Aggregated: ")
+
+
+def _pairs(body: str) -> dict[str, str]:
+    """`Key: value, Key: value` → dict; a value runs to the next key."""
+    keys = list(_KEY.finditer(body))
+    pairs: dict[str, str] = {}
+    for here, after in zip(keys, keys[1:] + [None]):
+        end = after.start() if after is not None else len(body)
+        pairs.setdefault(here[1], body[here.end() : end].strip().rstrip(",.").strip())
+    return pairs
+
+
+def _int(pairs: dict[str, str], key: str) -> int:
+    raw = pairs.get(key)
+    if raw is None:
+        raise SpecLineError("missing_field", key)
+    token = raw.split()[0] if raw.split() else ""
+    if not token.isdigit():
+        raise SpecLineError("bad_value", f"{key}={raw!r}")
+    return int(token)
+
+
+def _float(pairs: dict[str, str], key: str, *, suffix: str = "") -> float | None:
+    raw = pairs.get(key)
+    if raw is None:
+        return None
+    token = raw.split()[0] if raw.split() else ""
+    if suffix and token.endswith(suffix):
+        token = token[: -len(suffix)]
+    try:
+        return float(token)
+    except ValueError:
+        raise SpecLineError("bad_value", f"{key}={raw!r}") from None
+
+
+def _positions(message: str) -> tuple[str, tuple[float, ...] | None]:
+    """Cut the per-position list out of the message; return (rest, rates or None)."""
+    match = _PER_POSITION.search(message)
+    if match is None:
+        if PER_POSITION_KEY in message:
+            raise SpecLineError("bad_value", PER_POSITION_KEY)
+        return message, None
+    items = match[1]
+    rates = tuple(float(item) for item in items.split(", ")) if items else ()
+    if any(not 0.0 <= rate <= 1.0 for rate in rates):
+        raise SpecLineError("bad_value", f"{PER_POSITION_KEY} outside 0..1")
+    rest = message[: match.start()] + f"{PER_POSITION_KEY}: -" + message[match.end() :]
+    return rest, rates
+
+
+def parse_spec_message(message: str) -> ParsedSpecLine | None:
+    """Parse a log message; None if it is not a spec-decode line; SpecLineError if it is but is bad."""
+    if message.startswith(V1_PREFIX):
+        return _parse_v1(message[len(V1_PREFIX) :])
+    if message.startswith(V0_PREFIX):
+        body = message[len(V0_PREFIX) :]
+        if "System efficiency" in body:
+            return _parse_v0(body)
+        return _parse_v1a(body)
+    return None
+
+
+def _parse_v0(body: str) -> ParsedSpecLine:
+    typo = "Number of draft tokens tokens" in body
+    pairs = _pairs(body.replace(" tokens tokens:", " tokens:"))
+    rate = _float(pairs, "Draft acceptance rate")
+    return ParsedSpecLine(
+        variant="V0-a" if typo else "V0-b",
+        accepted_tokens=_int(pairs, "Number of accepted tokens"),
+        draft_tokens=_int(pairs, "Number of draft tokens"),
+        cumulative=True,
+        num_speculative_tokens=_int(pairs, "Number of speculative tokens"),
+        emitted_tokens=_int(pairs, "Number of emitted tokens"),
+        draft_acceptance_percent=None if rate is None else rate * 100.0,
+    )
+
+
+def _parse_v1a(body: str) -> ParsedSpecLine:
+    pairs = _pairs(body)
+    rate = _float(pairs, "Draft acceptance rate")
+    return ParsedSpecLine(
+        variant="V1-a",
+        accepted_tokens=_int(pairs, "Number of accepted tokens"),
+        draft_tokens=_int(pairs, "Number of draft tokens"),
+        cumulative=False,
+        draft_acceptance_percent=None if rate is None else rate * 100.0,
+    )
+
+
+def _parse_v1(body: str) -> ParsedSpecLine:
+    rest, rates = _positions(body)
+    pairs = _pairs(rest)
+    keys = list(pairs)
+    if keys and keys[0] == "Mean acceptance length":
+        variant = "V1-e"
+    elif "Accepted throughput" in pairs:
+        variant = "V1-d"
+    elif rates is not None or "Mean acceptance length" in pairs:
+        variant = "V1-c"
+    else:
+        variant = "V1-b"
+    percent = _float(pairs, "Avg Draft acceptance rate", suffix="%")
+    if percent is None:
+        percent = _float(pairs, "Draft acceptance rate", suffix="%")
+    return ParsedSpecLine(
+        variant=variant,
+        accepted_tokens=_int(pairs, "Accepted"),
+        draft_tokens=_int(pairs, "Drafted"),
+        cumulative=False,
+        mean_acceptance_length=_float(pairs, "Mean acceptance length"),
+        position_rates=rates,
+        draft_acceptance_percent=percent,
+        accepted_throughput=_float(pairs, "Accepted throughput"),
+    )
+
+
+def parse_engine_marker(message: str) -> EngineMarker | None:
+    """`Engine 001: …` → EngineMarker("1"); `4 Engines Aggregated: …` → EngineMarker("all")."""
+    match = _ENGINE.match(message)
+    if match is not None:
+        return EngineMarker(engine=str(int(match[1])))
+    if _AGGREGATED.match(message):
+        return EngineMarker(engine="all")
+    return None
+
+
+# --- startup config -------------------------------------------------------------------------
+
+_NON_DEFAULT = "non-default args: "
+_ENGINE_INIT = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v?(?P<version>[^)\s]+)\) with config: (?P<config>.*)")
+_SPEC_REPR = re.compile(r"speculative_config=SpeculativeConfig\((?P<body>[^)]*)\)")
+_REPR_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|[^,]*)")
+_SERVED = re.compile(r"served_model_name=(\[[^\]]*\]|[^,]+)")
+_MODEL = re.compile(r"(?:^|, )model='([^']*)'")
+_SPEC_DICT = re.compile(r"'speculative_config': (\{[^{}]*\}|'[^']*'|\"[^\"]*\")")
+
+
+def _first_name(value: Any) -> str | None:
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+    return None if value in (None, "") else str(value)
+
+
+def _spec_from_mapping(spec: dict[str, Any]) -> SpecConfig:
+    k = spec.get("num_speculative_tokens", spec.get("num_spec_tokens"))
+    method = spec.get("method")
+    draft = spec.get("model")
+    if method is None and draft in ("ngram", "[ngram]"):
+        method = "ngram"
+    return SpecConfig(
+        method=None if method is None else str(method),
+        num_speculative_tokens=int(k) if isinstance(k, int) or (isinstance(k, str) and k.isdigit()) else None,
+        draft_model=None if draft is None else str(draft),
+    )
+
+
+def _parse_non_default_args(text: str) -> SpecConfig | None:
+    try:
+        args = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        args = None
+    if isinstance(args, dict):
+        spec = args.get("speculative_config")
+        served = _first_name(args.get("served_model_name"))
+        model = _first_name(args.get("model") or args.get("model_tag"))
+    else:  # a repr we cannot evaluate: fall back to the one field we need
+        match = _SPEC_DICT.search(text)
+        spec = match[1] if match else None
+        served = model = None
+    if isinstance(spec, str):
+        try:
+            spec = ast.literal_eval(spec.replace("true", "True").replace("false", "False").replace("null", "None"))
+        except (ValueError, SyntaxError):
+            spec = None
+        if isinstance(spec, str):  # JSON text inside a quoted string
+            try:
+                spec = ast.literal_eval(spec)
+            except (ValueError, SyntaxError):
+                spec = None
+    base = _spec_from_mapping(spec) if isinstance(spec, dict) else SpecConfig()
+    if spec is None and served is None and model is None:
+        return None
+    return base.merged(SpecConfig(served_model_name=served, model=model))
+
+
+def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
+    config = match["config"]
+    spec = SpecConfig(server_version=match["version"])
+    spec_match = _SPEC_REPR.search(config)
+    if spec_match is not None:
+        fields: dict[str, Any] = {}
+        for key, raw in _REPR_FIELD.findall(spec_match["body"]):
+            raw = raw.strip()
+            fields[key] = raw[1:-1] if raw.startswith("'") else (int(raw) if raw.isdigit() else raw)
+        # V0 printed draft_model=… instead of method/model
+        if "draft_model" in fields and "model" not in fields:
+            fields["model"] = fields["draft_model"]
+        spec = spec.merged(_spec_from_mapping(fields))
+    served = _SERVED.search(config)
+    model = _MODEL.search(config)
+    served_name = None
+    if served is not None:
+        raw = served[1].strip()
+        try:
+            served_name = _first_name(ast.literal_eval(raw)) if raw.startswith("[") else raw.strip("'")
+        except (ValueError, SyntaxError):
+            served_name = raw
+    return spec.merged(SpecConfig(served_model_name=served_name, model=model[1] if model else None))
+
+
+def parse_config_message(message: str) -> SpecConfig | None:
+    """Speculative config from a startup line (`non-default args:` or `Initializing … engine`)."""
+    if message.startswith(_NON_DEFAULT):
+        return _parse_non_default_args(message[len(_NON_DEFAULT) :])
+    match = _ENGINE_INIT.match(message)
+    if match is not None:
+        return _parse_engine_init(match)
+    return None

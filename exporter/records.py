@@ -1,0 +1,113 @@
+"""Typed, immutable records passed between the stages of the data path.
+
+source → RawLine → parse → ParsedSpecLine / EngineMarker / SpecConfig → Interval → windows → derive
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    """One physical log line, container framing already removed."""
+
+    upstream: str  # the log path (or "-" for stdin) the line came from
+    text: str
+    read_at: float  # unix time the sidecar read it
+    stream_time: float | None = None  # time from container framing (docker/CRI), when present
+
+
+@dataclass(frozen=True, slots=True)
+class LogEnvelope:
+    """The parts of a vLLM log line before the message."""
+
+    process: str | None  # e.g. "APIServer", "EngineCore_DP0"
+    pid: int | None
+    level: str
+    month_day_time: str  # "MM-DD HH:MM:SS" as printed: no year, no zone
+    source_file: str  # "metrics.py", or a repo-relative path in DEBUG mode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSpecLine:
+    """The numbers one spec-decode log line prints, exactly as printed (nothing derived yet)."""
+
+    variant: str  # "V0-a", "V0-b", "V1-a" … "V1-e"
+    accepted_tokens: int  # A (V0: cumulative, *non-prefix* count as vLLM V0 defines it)
+    draft_tokens: int  # T (V0: cumulative)
+    cumulative: bool  # V0 counts are cumulative since start; V1 counts are per interval
+    mean_acceptance_length: float | None = None  # M, printed with 2 decimals (V1-c…e)
+    position_rates: tuple[float, ...] | None = None  # r_i, printed with 3 decimals (V1-c…e)
+    draft_acceptance_percent: float | None = None  # printed α (consistency check only)
+    num_speculative_tokens: int | None = None  # k, printed by V0 only
+    emitted_tokens: int | None = None  # V0 only, cumulative
+    accepted_throughput: float | None = None  # tokens/s since the previous printed line (V1-d/e)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineMarker:
+    """An `Engine 00N:` (or `N Engines Aggregated:`) line: the next spec line of this pid is its."""
+
+    engine: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpecConfig:
+    """The speculative config a server announced at startup; any field may be unknown."""
+
+    method: str | None = None
+    num_speculative_tokens: int | None = None
+    draft_model: str | None = None
+    server_version: str | None = None
+    served_model_name: str | None = None
+    model: str | None = None
+
+    def merged(self, newer: SpecConfig) -> SpecConfig:
+        """Fields of `newer` that are known win; unknown ones keep what we had."""
+        return SpecConfig(
+            **{
+                name: getattr(newer, name) if getattr(newer, name) is not None else getattr(self, name)
+                for name in self.__dataclass_fields__
+            }
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    """What one series is: one server's model and engine, seen through one source."""
+
+    upstream: str
+    model_name: str
+    engine: str
+    source: str  # "log" | "metrics"
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """What one series did over one interval: DESIGN.md's common currency.
+
+    `drafts` (D) and `accepted_per_position` (A_i) are reconstructed for log sources and may be
+    estimates; `drafts_range` bounds the true D. `drafts` is None where no layout lets us know it.
+    """
+
+    key: SeriesKey
+    end: float  # unix time
+    draft_tokens: int  # T
+    accepted_tokens: int  # A (accepted prefix tokens, as vLLM V1 counts them)
+    drafts: int | None  # D
+    accepted_per_position: tuple[int, ...] = ()  # A_i, i = 0..k-1
+    k: int | None = None
+    drafts_range: tuple[int, int] | None = None  # [D_lo, D_hi] that the printed numbers allow
+    variant: str = ""
+    start: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParseProblem:
+    """A line that looked like a spec-decode line but could not be used."""
+
+    upstream: str
+    reason: str
+    text: str = field(repr=False, default="")

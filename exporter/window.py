@@ -1,0 +1,101 @@
+"""Pooled sums of intervals: over a series' lifetime and over rolling time windows.
+
+Rates over a window are computed from the *sums* of D, T, A and A_i (so they are weighted by
+drafts), never by averaging per-line ratios. D is None for layouts that do not carry it (V1-a,
+V1-b); one such interval makes the window's D unknown rather than wrong.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, replace
+
+from exporter.records import Interval
+
+
+def _add_positions(left: tuple[int, ...], right: tuple[int, ...], sign: int = 1) -> tuple[int, ...]:
+    if len(left) < len(right):
+        left = left + (0,) * (len(right) - len(left))
+    return tuple(a + sign * (right[i] if i < len(right) else 0) for i, a in enumerate(left))
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """D, T, A, A_i summed over some span of intervals."""
+
+    intervals: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    drafts: int = 0
+    drafts_unknown: int = 0  # intervals whose D could not be known
+    drafts_low: int = 0
+    drafts_high: int = 0
+    accepted_per_position: tuple[int, ...] = ()
+    k: int | None = None
+    start: float | None = None
+    end: float | None = None
+
+    @property
+    def known_drafts(self) -> int | None:
+        """Σ D, or None when some interval in the span did not tell D."""
+        return None if self.drafts_unknown else self.drafts
+
+    def plus(self, interval: Interval, sign: int = 1) -> Totals:
+        drafts_range = interval.drafts_range or (interval.drafts or 0, interval.drafts or 0)
+        start = interval.start if interval.start is not None else interval.end
+        return Totals(
+            intervals=self.intervals + sign,
+            draft_tokens=self.draft_tokens + sign * interval.draft_tokens,
+            accepted_tokens=self.accepted_tokens + sign * interval.accepted_tokens,
+            drafts=self.drafts + sign * (interval.drafts or 0),
+            drafts_unknown=self.drafts_unknown + sign * (interval.drafts is None),
+            drafts_low=self.drafts_low + sign * drafts_range[0],
+            drafts_high=self.drafts_high + sign * drafts_range[1],
+            accepted_per_position=_add_positions(self.accepted_per_position, interval.accepted_per_position, sign),
+            k=interval.k if interval.k is not None else self.k,
+            # removing an interval leaves the span to the caller, who knows what remains
+            start=start if sign > 0 and self.start is None else self.start,
+            end=interval.end if sign > 0 and (self.end is None or interval.end > self.end) else self.end,
+        )
+
+
+class RollingWindow:
+    """The intervals that ended within the last `seconds`, with their running Totals."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._intervals: deque[Interval] = deque()
+        self._totals = Totals()
+
+    def add(self, interval: Interval) -> None:
+        self._intervals.append(interval)
+        self._totals = self._totals.plus(interval)
+
+    def totals(self, now: float) -> Totals:
+        """Totals of the intervals that ended after now − seconds (older ones are evicted)."""
+        horizon = now - self.seconds
+        while self._intervals and self._intervals[0].end <= horizon:
+            self._totals = self._totals.plus(self._intervals.popleft(), sign=-1)
+        if not self._intervals:
+            self._totals = Totals()
+            return self._totals
+        first = self._intervals[0]
+        start = first.start if first.start is not None else first.end
+        self._totals = replace(self._totals, start=start, end=self._intervals[-1].end)
+        return self._totals
+
+
+def parse_duration(text: str) -> float:
+    """'30s', '5m', '1h', '1d' or plain seconds → seconds; ValueError names the bad value."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+    raw = text.strip()
+    try:
+        if raw and raw[-1] in units:
+            value = float(raw[:-1]) * units[raw[-1]]
+        else:
+            value = float(raw)
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h)") from None
+    if value <= 0:
+        raise ValueError(f"duration must be positive: {text!r}")
+    return value
