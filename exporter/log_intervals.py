@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from exporter.parse.envelope import parse_envelope
-from exporter.parse.timestamps import resolve_log_time
+from exporter.parse.timestamps import parse_rfc3339, resolve_log_time
 from exporter.parse.vllm_log import (
     SPEC_MARKERS,
     SpecLineError,
@@ -102,8 +102,10 @@ class LogInterpreter:
 
     def _time(self, line: RawLine, month_day_time: str) -> float:
         if self.clock == "log":
-            if line.stream_time is not None:
-                return line.stream_time
+            if line.stream_stamp is not None:
+                stamp = parse_rfc3339(line.stream_stamp)
+                if stamp is not None:
+                    return stamp
             stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)
             if stamp is not None:
                 return stamp

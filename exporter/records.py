@@ -15,7 +15,7 @@ class RawLine:
     upstream: str  # the log path (or "-" for stdin) the line came from
     text: str
     read_at: float  # unix time the sidecar read it
-    stream_time: float | None = None  # time from container framing (docker/CRI), when present
+    stream_stamp: str | None = None  # RFC 3339 time from container framing (docker/CRI), when present
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,20 @@ state (December lines resolve to the old year, January lines to the new one).
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
 
 _SLACK_SECONDS = 86_400.0
+_FRACTION = re.compile(r"(\.\d{1,6})\d*")
+
+
+def parse_rfc3339(stamp: str) -> float | None:
+    """RFC 3339 with up to nanoseconds (Python keeps microseconds) → unix time; None if invalid."""
+    try:
+        return datetime.fromisoformat(_FRACTION.sub(r"\1", stamp, count=1).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def resolve_log_time(month_day_time: str, reference: float) -> float | None:

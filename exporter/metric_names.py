@@ -1,0 +1,90 @@
+"""The one catalogue of exported metric names, types, labels and help texts.
+
+The exporter, the README table, the rules and the dashboards all read it, so a renamed metric
+cannot leave a panel or an alert querying nothing. Conventions: prefix `specdecode_`, no colons,
+base units, `_total` on counters (added by the exposition), `_ratio` for 0–1 values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "specdecode_"
+SERIES_LABELS = ("upstream", "model_name", "engine", "source")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str  # counters are exposed as name + "_total"; other samples carry the name as is
+    type: str  # "counter" | "gauge" | "info" | "stateset"
+    help: str
+    labels: tuple[str, ...]
+
+    @property
+    def sample_name(self) -> str:
+        return self.name + "_total" if self.type == "counter" else self.name
+
+
+def _m(name: str, type_: str, help_: str, *labels: str) -> MetricSpec:
+    return MetricSpec(PREFIX + name, type_, help_, labels)
+
+
+S = SERIES_LABELS
+W = (*SERIES_LABELS, "window")
+
+# Counters rebuilt from the sources: rate() and sum them across a fleet.
+DRAFTS = _m("drafts", "counter", "Speculative drafts verified (D; reconstructed from logs where not printed).", *S)
+DRAFT_TOKENS = _m("draft_tokens", "counter", "Draft tokens proposed (T).", *S)
+ACCEPTED_TOKENS = _m("accepted_tokens", "counter", "Draft tokens accepted by the target (A, prefix-accepted).", *S)
+ACCEPTED_PER_POSITION = _m(
+    "accepted_tokens_per_position", "counter", "Draft tokens accepted at each draft position (A_i).", *S, "position"
+)
+
+# Windowed gauges computed by the sidecar.
+MEAN_ACCEPTANCE_LENGTH = _m(
+    "mean_acceptance_length", "gauge", "Mean tokens per verification step, bonus token included (1 + A/D) over the window.", *W
+)
+DRAFT_ACCEPTANCE_RATIO = _m("draft_acceptance_ratio", "gauge", "Accepted over drafted tokens (A/T) over the window.", *W)
+MEAN_DRAFT_LENGTH = _m("mean_draft_length_tokens", "gauge", "Draft tokens per draft (T/D) over the window; below k when drafts are shortened.", *W)
+POSITION_ACCEPTANCE = _m(
+    "position_acceptance_ratio", "gauge", "Share of drafts whose positions 0..i were all accepted (A_i/D) over the window.", *W, "position"
+)
+POSITION_CONDITIONAL = _m(
+    "position_conditional_acceptance_ratio", "gauge",
+    "Acceptance at position i given position i-1 was accepted (r_i/r_{i-1}) over the window.", *W, "position",
+)
+RECOMMENDED_K = _m(
+    "recommended_speculative_tokens", "gauge",
+    "Number of speculative tokens that maximises the estimated speed-up E(k)/(1+k*cost) over the window.", *W,
+)
+WASTED_TOKENS_RATE = _m(
+    "wasted_draft_tokens_per_second", "gauge", "Draft tokens rejected per second ((T-A)/seconds) over the window.", *W
+)
+HEALTH = _m(
+    "health", "gauge", "Drafter health verdict over the shortest window: 1 for the current state.", *S, "state"
+)
+INFO = _m(
+    "info", "info", "Speculative config the server announced at startup.",
+    "upstream", "model_name", "method", "num_speculative_tokens", "draft_model", "server_version",
+)
+
+# Self-metrics.
+BUILD_INFO = _m("exporter_build_info", "info", "Version of specdecode-exporter and its Python.", "version", "python_version")
+SOURCE_UP = _m("source_up", "gauge", "1 when the source can be read (log file present), 0 when not.", "source", "upstream")
+SOURCE_LAST_SUCCESS = _m(
+    "source_last_success_timestamp_seconds", "gauge", "Unix time the source was last read successfully.", "source", "upstream"
+)
+LOG_LINES = _m("log_lines", "counter", "Log lines read.", "upstream")
+LOG_SPEC_LINES = _m("log_spec_lines", "counter", "Spec-decode log lines recognised, by layout.", "upstream", "format")
+LOG_PARSE_ERRORS = _m(
+    "log_parse_errors", "counter", "Lines that looked like spec-decode lines (or container records) but could not be used.",
+    "upstream", "reason",
+)
+LAST_SPEC_LINE = _m(
+    "last_spec_line_timestamp_seconds", "gauge", "Unix time the last spec-decode line was read.", "upstream"
+)
+LOG_ROTATIONS = _m("log_rotations", "counter", "Times the file behind a followed path was replaced.", "upstream")
+LOG_TRUNCATIONS = _m("log_truncations", "counter", "Times a followed file was truncated (copytruncate).", "upstream")
+SERIES_DROPPED = _m("series_dropped", "counter", "Series dropped because the series cap was reached.")
+
+ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec))

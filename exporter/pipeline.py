@@ -1,0 +1,86 @@
+"""One upstream's path through the stages: framing → interpreter → store.
+
+`serve` (live) and `analyze` (one-shot) both push physical lines through a LogPipeline; only the
+source and the clock differ.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from exporter.log_intervals import ClockMode, LogInterpreter
+from exporter.records import RawLine
+from exporter.sources.container import FrameDecoder, FramingError, LogFormat
+from exporter.store import SourceStats, Store
+
+
+class LogPipeline:
+    """Feeds the physical lines of one upstream into the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        upstream: str,
+        *,
+        log_format: LogFormat = "auto",
+        clock: ClockMode = "arrival",
+        year_reference: float | None = None,
+        model_name: str | None = None,
+    ) -> None:
+        self.store = store
+        self.upstream = upstream
+        self.decoder = FrameDecoder(log_format)
+        self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
+        store.update_source(upstream, lambda stats: None)
+
+    def consume(self, lines: Iterable[str], read_at: float) -> int:
+        """Process physical lines read at `read_at`; return how many were read."""
+        count = spec = 0
+        problems: Counter[str] = Counter()
+        variants: Counter[str] = Counter()
+        last_spec: float | None = None
+        for physical in lines:
+            count += 1
+            try:
+                decoded = list(self.decoder.decode(physical))
+            except FramingError:
+                problems["container_framing"] += 1
+                continue
+            for text, stamp in decoded:
+                outcome = self.interpreter.feed(RawLine(self.upstream, text, read_at, stamp))
+                if outcome.spec_line:
+                    spec += 1
+                    last_spec = read_at
+                if outcome.variant is not None:
+                    variants[outcome.variant] += 1
+                if outcome.problem is not None:
+                    problems[outcome.problem.reason] += 1
+                if outcome.config is not None:
+                    self.store.record_config(self.upstream, outcome.config)
+                if outcome.interval is not None:
+                    self.store.record_interval(outcome.interval)
+        if count:
+            self.store.update_source(self.upstream, _add(count, spec, problems, variants, read_at, last_spec))
+        return count
+
+    def count_problem(self, reason: str, n: int = 1) -> None:
+        if n:
+            self.store.update_source(self.upstream, lambda stats: stats.problems.update({reason: n}))
+
+    def file_replaced(self) -> None:
+        """A new file took the path's place: its framing is detected afresh."""
+        self.decoder.reset()
+
+
+def _add(count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None):  # type: ignore[no-untyped-def]
+    def update(stats: SourceStats) -> None:
+        stats.lines += count
+        stats.spec_lines += spec
+        stats.problems.update(problems)
+        stats.variants.update(variants)
+        stats.last_success = read_at
+        if last_spec is not None:
+            stats.last_spec_line = last_spec
+
+    return update

@@ -1,0 +1,130 @@
+"""Per-series reports: the derived numbers and verdict of each series, as plain data.
+
+Serves `analyze` (JSON/CSV/table) and the `/api/v1/status` endpoint. Unknown values are None
+(JSON null), never invented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from exporter.config import DeriveSettings
+from exporter.derive import Derived, derive
+from exporter.store import SeriesSnapshot, Snapshot
+from exporter.verdict import verdict
+from exporter.window import Totals, parse_duration
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
+    """The derive layer's numbers for one span, JSON-ready."""
+    if derived is None:
+        return {
+            "drafts": totals.known_drafts if totals.intervals else None,
+            "draft_tokens": totals.draft_tokens,
+            "accepted_tokens": totals.accepted_tokens,
+            "wasted_draft_tokens": totals.draft_tokens - totals.accepted_tokens,
+            "accepted_per_position": list(totals.accepted_per_position),
+            "mean_acceptance_length": None,
+            "draft_acceptance_ratio": None,
+            "mean_draft_length": None,
+            "position_acceptance": [],
+            "conditional_acceptance": [],
+            "expected_tokens_per_step": [],
+            "speedup_estimate": [],
+            "recommended_speculative_tokens": None,
+        }
+    return {
+        "drafts": derived.drafts,
+        "draft_tokens": derived.draft_tokens,
+        "accepted_tokens": derived.accepted_tokens,
+        "wasted_draft_tokens": derived.wasted_draft_tokens,
+        "accepted_per_position": list(totals.accepted_per_position),
+        "mean_acceptance_length": _round(derived.mean_acceptance_length),
+        "draft_acceptance_ratio": _round(derived.draft_acceptance_ratio),
+        "mean_draft_length": _round(derived.mean_draft_length),
+        "position_acceptance": [_round(r) for r in derived.position_acceptance],
+        "conditional_acceptance": [_round(c) for c in derived.conditional_acceptance],
+        "expected_tokens_per_step": [_round(e) for e in derived.expected_tokens_per_step],
+        "speedup_estimate": [_round(s) for s in derived.speedup],
+        "recommended_speculative_tokens": derived.recommended_speculative_tokens,
+    }
+
+
+def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str = "lifetime") -> dict[str, Any]:
+    """One series over its lifetime (analyze) or over a named window, with its verdict."""
+    cost = settings.cost_for(series.config.method)
+    totals = series.lifetime if span == "lifetime" else series.windows[span]
+    current = derive(totals, cost)
+    baseline = _baseline(series, span, cost)
+    k = series.config.num_speculative_tokens or (current.num_speculative_tokens if current else None)
+    report: dict[str, Any] = {
+        "upstream": series.key.upstream,
+        "source": series.key.source,
+        "model_name": series.key.model_name,
+        "engine": series.key.engine,
+        "format": series.variant or None,
+        "window": span,
+        "lines": totals.intervals,
+        **derived_fields(current, totals),
+        "drafts_bounds": [totals.drafts_low, totals.drafts_high] if totals.intervals and not totals.drafts_unknown else None,
+        "num_speculative_tokens": k,
+        "method": series.config.method,
+        "draft_model": series.config.draft_model,
+        "server_version": series.config.server_version,
+        "draft_token_cost": cost,
+        "health": verdict(current, baseline, settings.thresholds),
+        "start": totals.start,
+        "end": totals.end,
+    }
+    return report
+
+
+def _baseline(series: SeriesSnapshot, span: str, cost: float) -> Derived | None:
+    """The longest window is the baseline the shorter ones are judged against."""
+    if span == "lifetime" or not series.windows:
+        return None
+    longest = max(series.windows, key=parse_duration)
+    if longest == span:
+        return None
+    return derive(series.windows[longest], cost)
+
+
+def snapshot_report(snapshot: Snapshot, settings: DeriveSettings, spans: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """All series (over their lifetime, or over each window in `spans`) plus source counters."""
+    names = ["lifetime"] if not spans else list(spans)
+    return {
+        "series": [series_report(s, settings, span=name) for s in snapshot.series for name in names],
+        "parse_errors": _merged(source.problems for source in snapshot.sources),
+        "lines_read": sum(source.lines for source in snapshot.sources),
+        "spec_lines": sum(source.spec_lines for source in snapshot.sources),
+        "sources": [
+            {
+                "upstream": source.upstream,
+                "kind": source.kind,
+                "up": source.up,
+                "lines_read": source.lines,
+                "spec_lines": source.spec_lines,
+                "formats": dict(source.variants),
+                "parse_errors": dict(source.problems),
+                "rotations": source.rotations,
+                "truncations": source.truncations,
+                "last_success": source.last_success,
+                "last_spec_line": source.last_spec_line,
+            }
+            for source in snapshot.sources
+        ],
+        "series_dropped": snapshot.series_dropped,
+    }
+
+
+def _merged(counters: Any) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for counter in counters:
+        for reason, count in counter.items():
+            merged[reason] = merged.get(reason, 0) + count
+    return dict(sorted(merged.items()))

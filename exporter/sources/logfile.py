@@ -1,0 +1,137 @@
+"""Follow one log path across rotation, truncation, deletion and late creation.
+
+The path is the identity a user gave us; the *file* behind it changes. On every poll (a wake-up
+from file events or the polling timer — events are hints, never truth) we re-derive the state:
+
+  * path missing           → keep draining the open file (a renamed file may still be written);
+                             the new file is picked up when it appears;
+  * path names another file (device+inode differ) → rename-and-create or delete-and-recreate
+                             (symlink swaps too, since we stat through links): finish the old
+                             file to its end, flush its unfinished last line, then read the new
+                             file from its start;
+  * same file, size < our offset → copytruncate (or `> file`): read again from the start; an
+                             unfinished line from before is dropped and counted;
+  * otherwise              → read from our offset to the end.
+
+Lines are returned only when complete; a partial last line waits for its newline.
+The copytruncate race is inherent: lines written between logrotate's copy and its truncate
+exist only in the copy and are not seen here.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 1 << 20
+
+
+@dataclass
+class FileCounters:
+    """What happened to one followed path; exported as self-metrics."""
+
+    opens: int = 0
+    rotations: int = 0
+    truncations: int = 0
+    read_errors: int = 0
+    bytes_read: int = 0
+    dropped_partial_bytes: int = 0
+
+
+class FollowedFile:
+    """One path, followed: call `poll()` on every wake-up and consume the lines it yields."""
+
+    def __init__(self, path: str, *, start_at_end: bool, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.path = path
+        self.counters = FileCounters()
+        self.buffer = LineBuffer(max_line_bytes)
+        self._file: object | None = None
+        self._identity: tuple[int, int] | None = None
+        self._offset = 0
+        self._start_at_end = start_at_end  # only for the file that exists when we start
+        self.exists = False
+        self.replaced = False  # set when the file behind the path changed; the owner resets decoders
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()  # type: ignore[attr-defined]
+            self._file = None
+
+    def poll(self) -> Iterator[str]:
+        """Yield every complete line that is new since the last poll."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            self.exists = False
+            if self._file is not None:
+                yield from self._drain()
+            return
+        except OSError as error:
+            self._error(error)
+            return
+        self.exists = True
+        identity = (stat.st_dev, stat.st_ino)
+        if self._file is not None and identity != self._identity:
+            yield from self._drain()
+            yield from self.buffer.flush()
+            self.close()
+            self.counters.rotations += 1
+            self.replaced = True
+            log.info("log file replaced, reading the new one from its start path=%s", self.path)
+        if self._file is None:
+            if not self._open(identity, stat.st_size):
+                return
+        elif stat.st_size < self._offset:
+            self.counters.truncations += 1
+            self.counters.dropped_partial_bytes += self.buffer.discard()
+            self._seek(0)
+            log.info("log file truncated, reading again from its start path=%s", self.path)
+        yield from self._drain()
+
+    def _open(self, identity: tuple[int, int], size: int) -> bool:
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - kept open across polls on purpose
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            self._error(error)
+            return False
+        opened = os.fstat(handle.fileno())
+        self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
+        self.counters.opens += 1
+        self._offset = 0
+        if self._start_at_end:
+            self._seek(opened.st_size)
+        self._start_at_end = False  # files that appear or replace it later are read whole
+        return True
+
+    def _seek(self, offset: int) -> None:
+        assert self._file is not None
+        self._file.seek(offset)  # type: ignore[attr-defined]
+        self._offset = offset
+
+    def _drain(self) -> Iterator[str]:
+        assert self._file is not None
+        while True:
+            try:
+                chunk = self._file.read(READ_CHUNK)  # type: ignore[attr-defined]
+            except OSError as error:
+                self._error(error)
+                return
+            if not chunk:
+                return
+            self._offset += len(chunk)
+            self.counters.bytes_read += len(chunk)
+            yield from self.buffer.feed(chunk)
+
+    def _error(self, error: OSError) -> None:
+        self.counters.read_errors += 1
+        level = logging.DEBUG if error.errno == errno.ENOENT else logging.WARNING
+        log.log(level, "cannot read log file path=%s error=%s", self.path, error)

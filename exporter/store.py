@@ -1,0 +1,165 @@
+"""The one state store: per-series counters and windows, per-upstream config and source health.
+
+Sources write into it from their threads; the exporter and the status API read immutable
+snapshots of it, so one scrape always sees one consistent state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from exporter.records import Interval, SeriesKey, SpecConfig
+from exporter.window import RollingWindow, Totals
+
+
+@dataclass
+class SourceStats:
+    """Health and counters of one upstream (a log path, or stdin)."""
+
+    kind: str = "log"
+    up: bool = False
+    lines: int = 0
+    spec_lines: int = 0
+    problems: Counter[str] = field(default_factory=Counter)
+    variants: Counter[str] = field(default_factory=Counter)
+    rotations: int = 0
+    truncations: int = 0
+    last_success: float | None = None
+    last_spec_line: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesSnapshot:
+    key: SeriesKey
+    lifetime: Totals
+    windows: Mapping[str, Totals]
+    config: SpecConfig
+    last_update: float
+    variant: str  # the log layout (or source format) most of this series' data came in
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSnapshot:
+    upstream: str
+    kind: str
+    up: bool
+    lines: int
+    spec_lines: int
+    problems: Mapping[str, int]
+    variants: Mapping[str, int]
+    rotations: int
+    truncations: int
+    last_success: float | None
+    last_spec_line: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    taken_at: float
+    series: tuple[SeriesSnapshot, ...]
+    sources: tuple[SourceSnapshot, ...]
+    series_dropped: int
+
+
+class _Series:
+    def __init__(self, key: SeriesKey, windows: Mapping[str, float]) -> None:
+        self.key = key
+        self.lifetime = Totals()
+        self.windows = {name: RollingWindow(seconds) for name, seconds in windows.items()}
+        self.last_update = 0.0
+        self.variants: Counter[str] = Counter()
+
+
+class Store:
+    """Thread-safe home of all state; `snapshot()` is what readers see."""
+
+    def __init__(
+        self,
+        windows: Mapping[str, float] | None = None,
+        *,
+        max_series: int = 1000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.window_seconds = dict(windows or {})
+        self.max_series = max_series
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._series: dict[SeriesKey, _Series] = {}
+        self._configs: dict[str, SpecConfig] = {}
+        self._sources: dict[str, SourceStats] = {}
+        self.series_dropped = 0
+
+    def record_interval(self, interval: Interval) -> None:
+        with self._lock:
+            series = self._series.get(interval.key)
+            if series is None:
+                series = self._series[interval.key] = _Series(interval.key, self.window_seconds)
+                self._enforce_cap()
+            series.lifetime = series.lifetime.plus(interval)
+            series.variants[interval.variant] += 1
+            for window in series.windows.values():
+                window.add(interval)
+            series.last_update = self.clock()
+
+    def _enforce_cap(self) -> None:
+        while len(self._series) > self.max_series:
+            oldest = min(self._series.values(), key=lambda s: s.last_update)
+            del self._series[oldest.key]
+            self.series_dropped += 1
+
+    def record_config(self, upstream: str, config: SpecConfig) -> None:
+        with self._lock:
+            self._configs[upstream] = config
+
+    def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
+        """Apply `update` to the upstream's stats under the lock."""
+        with self._lock:
+            stats = self._sources.get(upstream)
+            if stats is None:
+                stats = self._sources[upstream] = SourceStats(kind=kind)
+            update(stats)
+
+    def snapshot(self) -> Snapshot:
+        now = self.clock()
+        with self._lock:
+            series = tuple(
+                SeriesSnapshot(
+                    key=s.key,
+                    lifetime=s.lifetime,
+                    windows={name: window.totals(now) for name, window in s.windows.items()},
+                    config=self._configs.get(s.key.upstream, SpecConfig()),
+                    last_update=s.last_update,
+                    variant=s.variants.most_common(1)[0][0] if s.variants else "",
+                )
+                for s in sorted(self._series.values(), key=lambda s: _sort_key(s.key))
+            )
+            sources = tuple(
+                SourceSnapshot(
+                    upstream=upstream,
+                    kind=stats.kind,
+                    up=stats.up,
+                    lines=stats.lines,
+                    spec_lines=stats.spec_lines,
+                    problems=dict(stats.problems),
+                    variants=dict(stats.variants),
+                    rotations=stats.rotations,
+                    truncations=stats.truncations,
+                    last_success=stats.last_success,
+                    last_spec_line=stats.last_spec_line,
+                )
+                for upstream, stats in sorted(self._sources.items())
+            )
+            return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped)
+
+    def config(self, upstream: str) -> SpecConfig:
+        with self._lock:
+            return self._configs.get(upstream, SpecConfig())
+
+
+def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:
+    engine = int(key.engine) if key.engine.isdigit() else 1 << 30
+    return (key.upstream, key.model_name, engine, key.engine, key.source)
