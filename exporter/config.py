@@ -52,6 +52,7 @@ class DeriveSettings:
     thresholds: HealthThresholds = field(default_factory=HealthThresholds)
     draft_token_cost: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DRAFT_TOKEN_COST))
     draft_token_cost_override: float | None = None
+    health_window: str = "5m"  # the window `specdecode_health` judges; the longest is its baseline
 
     def cost_for(self, method: str | None) -> float:
         """The per-draft-token cost for a drafter method (the override wins)."""
@@ -90,10 +91,12 @@ def parse_listen(listen: str) -> tuple[str, int]:
     return (host.strip("[]") or "0.0.0.0"), int(port)
 
 
-def load_derive_settings(path: str | None, cost_override: float | None = None) -> DeriveSettings:
+def load_derive_settings(
+    path: str | None, cost_override: float | None = None, health_window: str = "5m"
+) -> DeriveSettings:
     """Read `[health]` and `[draft_token_cost]` from a TOML file (or defaults when no file)."""
     if path is None:
-        return DeriveSettings(draft_token_cost_override=cost_override)
+        return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window)
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
@@ -107,6 +110,7 @@ def load_derive_settings(path: str | None, cost_override: float | None = None) -
         thresholds=_thresholds(data.get("health", {})),
         draft_token_cost={**DEFAULT_DRAFT_TOKEN_COST, **_costs(data.get("draft_token_cost", {}))},
         draft_token_cost_override=cost_override,
+        health_window=health_window,
     )
 
 

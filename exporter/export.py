@@ -92,8 +92,9 @@ class SpecDecodeCollector(Collector):
             if derived.recommended_speculative_tokens is not None:
                 add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)
         if windows:
-            current = derived_by_window[windows[0]]
-            baseline = derived_by_window[windows[-1]] if len(windows) > 1 else None
+            judged = self.settings.health_window if self.settings.health_window in derived_by_window else windows[0]
+            current = derived_by_window[judged]
+            baseline = derived_by_window[windows[-1]] if windows[-1] != judged else None
             state = verdict(current, baseline, self.settings.thresholds)
             for candidate in STATES:
                 add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)

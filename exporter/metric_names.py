@@ -61,7 +61,7 @@ WASTED_TOKENS_RATE = _m(
     "wasted_draft_tokens_per_second", "gauge", "Draft tokens rejected per second ((T-A)/seconds) over the window.", *W
 )
 HEALTH = _m(
-    "health", "gauge", "Drafter health verdict over the shortest window: 1 for the current state.", *S, "state"
+    "health", "gauge", "Drafter health verdict (ok, wasteful, degraded, broken, no_data) over the health window against the longest window: 1 for the current state.", *S, "state"
 )
 INFO = _m(
     "info", "info", "Speculative config the server announced at startup.",

@@ -33,6 +33,16 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 1 << 20
 
 
+class _FileReplaced:
+    """Yielded between the last line of a replaced file and the first line of its successor."""
+
+    def __repr__(self) -> str:
+        return "FILE_REPLACED"
+
+
+FILE_REPLACED = _FileReplaced()
+
+
 @dataclass
 class FileCounters:
     """What happened to one followed path; exported as self-metrics."""
@@ -57,15 +67,14 @@ class FollowedFile:
         self._offset = 0
         self._start_at_end = start_at_end  # only for the file that exists when we start
         self.exists = False
-        self.replaced = False  # set when the file behind the path changed; the owner resets decoders
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()  # type: ignore[attr-defined]
             self._file = None
 
-    def poll(self) -> Iterator[str]:
-        """Yield every complete line that is new since the last poll."""
+    def poll(self) -> Iterator[str | _FileReplaced]:
+        """Yield every complete line that is new since the last poll, and FILE_REPLACED at a rotation."""
         try:
             stat = os.stat(self.path)
         except FileNotFoundError:
@@ -83,7 +92,7 @@ class FollowedFile:
             yield from self.buffer.flush()
             self.close()
             self.counters.rotations += 1
-            self.replaced = True
+            yield FILE_REPLACED
             log.info("log file replaced, reading the new one from its start path=%s", self.path)
         if self._file is None:
             if not self._open(identity, stat.st_size):

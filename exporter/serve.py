@@ -1,0 +1,50 @@
+"""`serve`: build the store, the sources and the app from Settings, then run uvicorn."""
+
+from __future__ import annotations
+
+import logging
+
+import uvicorn
+from fastapi import FastAPI
+
+from exporter.app import Source, create_app
+from exporter.config import Settings
+from exporter.sources.logsource import LogSource
+from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
+from exporter.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def build_app(settings: Settings) -> FastAPI:
+    """The sidecar as an ASGI app (sources start with the app's lifespan)."""
+    store = Store(settings.windows, max_series=settings.max_series)
+    sources: list[Source] = []
+    paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
+    if paths:
+        sources.append(
+            LogSource(
+                paths,
+                store,
+                from_start=settings.from_start,
+                log_format=settings.log_format,
+                poll_interval=settings.poll_interval,
+                model_name=settings.model_name,
+                max_line_bytes=settings.max_line_bytes,
+            )
+        )
+    if STDIN_UPSTREAM in settings.logs:
+        sources.append(
+            StdinSource(
+                store, log_format=settings.log_format, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes
+            )
+        )
+    return create_app(store, settings.derive, sources)
+
+
+def run(settings: Settings) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn handles both and runs the lifespan's shutdown)."""
+    host, port = settings.host_port
+    app = build_app(settings)
+    log.info("serving metrics url=http://%s:%d/metrics logs=%s", host, port, ",".join(settings.logs))
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")

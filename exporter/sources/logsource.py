@@ -1,0 +1,176 @@
+"""The live log source: every path or glob given with `--log`, followed from one thread.
+
+Each wake-up (a file event or the poll timer) runs one pass over all followed files; globs are
+expanded again on every pass so files that appear later are picked up (and read from their
+start). Files that exist at startup are read from their end unless `from_start` — but their first
+MiB is scanned once for the startup lines, so the model name and speculative config are known
+even when the sidecar joins a running server.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from exporter.pipeline import LogPipeline
+from exporter.records import RawLine
+from exporter.sources.container import FramingError, LogFormat
+from exporter.sources.logfile import FILE_REPLACED, FollowedFile
+from exporter.sources.wake import EventWaker, WatchdogWaker
+from exporter.store import SourceStats, Store
+
+log = logging.getLogger(__name__)
+
+PRIME_BYTES = 1 << 20
+_BATCH = 2048
+_PRIME_MARKERS = ("non-default args", "LLM engine")
+
+
+def _has_magic(pattern: str) -> bool:
+    return glob.has_magic(pattern)
+
+
+class LogSource:
+    """Follows all configured paths; `poll_once()` is one pass, `start()` runs passes in a thread."""
+
+    def __init__(
+        self,
+        patterns: Sequence[str],
+        store: Store,
+        *,
+        from_start: bool = False,
+        log_format: LogFormat = "auto",
+        poll_interval: float = 1.0,
+        model_name: str | None = None,
+        max_line_bytes: int = 1 << 20,
+        waker: EventWaker | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.patterns = list(patterns)
+        self.store = store
+        self.from_start = from_start
+        self.log_format = log_format
+        self.poll_interval = poll_interval
+        self.model_name = model_name
+        self.max_line_bytes = max_line_bytes
+        self.clock = clock
+        self._waker = waker
+        self._files: dict[str, tuple[FollowedFile, LogPipeline]] = {}
+        self._first_pass = True
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.passes = 0
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._waker is None:
+            self._waker = WatchdogWaker(self._directories())
+        self._thread = threading.Thread(target=self._run, name="log-source", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._waker is not None:
+            self._waker.close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for followed, _ in self._files.values():
+            followed.close()
+
+    def _run(self) -> None:
+        assert self._waker is not None
+        while not self._stop.is_set():
+            try:
+                self.poll_once()
+            except Exception:  # a bug must not silently end following: log it and keep going
+                log.exception("log source pass failed")
+            self._waker.wait(self.poll_interval)
+
+    def _directories(self) -> list[str]:
+        directories = []
+        for pattern in self.patterns:
+            directory = os.path.dirname(os.path.abspath(pattern))
+            if not _has_magic(directory):
+                directories.append(directory)
+            for path in self._expand(pattern):
+                # a symlinked file (Kubernetes) is written where it points, not where the link is
+                directories.append(os.path.dirname(os.path.realpath(path)))
+        return directories
+
+    # --- one pass ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _expand(pattern: str) -> list[str]:
+        return sorted(glob.glob(pattern)) if _has_magic(pattern) else [pattern]
+
+    def poll_once(self) -> None:
+        """Read everything new in every followed file."""
+        for pattern in self.patterns:
+            for path in self._expand(pattern):
+                if path not in self._files:
+                    self._files[path] = self._follow(path)
+        self._first_pass = False
+        for path, (followed, pipeline) in self._files.items():
+            batch: list[str] = []
+            for item in followed.poll():
+                if item is FILE_REPLACED:
+                    pipeline.consume(batch, self.clock())
+                    batch = []
+                    pipeline.file_replaced()
+                    continue
+                batch.append(item)  # type: ignore[arg-type]
+                if len(batch) >= _BATCH:  # bounded pieces during a large catch-up read
+                    pipeline.consume(batch, self.clock())
+                    batch = []
+            pipeline.consume(batch, self.clock())
+            self._report(path, followed)
+        self.passes += 1
+
+    def _follow(self, path: str) -> tuple[FollowedFile, LogPipeline]:
+        start_at_end = self._first_pass and not self.from_start and os.path.exists(path)
+        followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes)
+        pipeline = LogPipeline(self.store, path, log_format=self.log_format, clock="arrival", model_name=self.model_name)
+        if start_at_end:
+            self._prime(path, pipeline)
+        log.info("following log path=%s from=%s", path, "end" if start_at_end else "start")
+        return followed, pipeline
+
+    @staticmethod
+    def _prime(path: str, pipeline: LogPipeline) -> None:
+        """Learn the speculative config from the head of a file we will read from its end."""
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(PRIME_BYTES)
+        except OSError:
+            return
+        for raw in head.decode("utf-8", errors="replace").splitlines():
+            if not any(marker in raw for marker in _PRIME_MARKERS):
+                continue
+            try:
+                decoded = list(pipeline.decoder.decode(raw))
+            except FramingError:
+                continue
+            for text, stamp in decoded:
+                outcome = pipeline.interpreter.feed(RawLine(path, text, 0.0, stamp))
+                if outcome.config is not None:
+                    pipeline.store.record_config(path, outcome.config)
+        pipeline.decoder.reset()
+
+    def _report(self, path: str, followed: FollowedFile) -> None:
+        counters = followed.counters
+        too_long = followed.buffer.too_long
+
+        def update(stats: SourceStats) -> None:
+            stats.up = followed.exists
+            stats.rotations = counters.rotations
+            stats.truncations = counters.truncations
+            if too_long:
+                stats.problems["line_too_long"] = too_long
+
+        self.store.update_source(path, update)
+

@@ -1,0 +1,70 @@
+"""`--log -`: read the log from standard input (`vllm serve … 2>&1 | specdecode-exporter serve --log -`).
+
+At end of input the unfinished last line is flushed and the source shows as down: the process
+that fed it has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from exporter.pipeline import LogPipeline
+from exporter.sources.container import LogFormat
+from exporter.sources.linebuffer import LineBuffer
+from exporter.store import SourceStats, Store
+
+log = logging.getLogger(__name__)
+
+STDIN_UPSTREAM = "-"
+
+
+class StdinSource:
+    """Reads a file descriptor (stdin by default) in a thread until end of input."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        fd: int = 0,
+        log_format: LogFormat = "auto",
+        model_name: str | None = None,
+        max_line_bytes: int = 1 << 20,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.fd = fd
+        self.store = store
+        self.clock = clock
+        self.buffer = LineBuffer(max_line_bytes)
+        self.pipeline = LogPipeline(store, STDIN_UPSTREAM, log_format=log_format, clock="arrival", model_name=model_name)
+        self._thread: threading.Thread | None = None
+        self.finished = threading.Event()
+
+    def start(self) -> None:
+        self._set_up(True)
+        self._thread = threading.Thread(target=self._run, name="stdin-source", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Nothing to interrupt: a blocking read on stdin ends with the process (daemon thread)."""
+
+    def _run(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                self.pipeline.consume(self.buffer.feed(chunk), self.clock())
+        except OSError as error:
+            log.warning("cannot read standard input error=%s", error)
+        self.pipeline.consume(self.buffer.flush(), self.clock())
+        self.pipeline.count_problem("line_too_long", self.buffer.too_long)
+        self._set_up(False)
+        self.finished.set()
+        log.info("standard input ended")
+
+    def _set_up(self, up: bool) -> None:
+        def update(stats: SourceStats) -> None:
+            stats.up = up
+
+        self.store.update_source(STDIN_UPSTREAM, update)
