@@ -1,0 +1,115 @@
+"""Windows pool sums; derive is pure math; the verdict follows its thresholds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from exporter.derive import (
+    conditional_acceptance,
+    derive,
+    expected_tokens_per_step,
+    recommended_speculative_tokens,
+    speedup_curve,
+)
+from exporter.parse.timestamps import resolve_log_time
+from exporter.records import Interval, SeriesKey
+from exporter.verdict import HealthThresholds, verdict
+from exporter.window import RollingWindow, Totals, parse_duration
+
+KEY = SeriesKey("log", "m", "0", "log")
+
+
+def interval(end: float, drafts: int, positions: tuple[int, ...], draft_tokens: int | None = None) -> Interval:
+    k = len(positions)
+    return Interval(
+        key=KEY, end=end, draft_tokens=draft_tokens if draft_tokens is not None else drafts * k,
+        accepted_tokens=sum(positions), drafts=drafts, accepted_per_position=positions, k=k,
+    )
+
+
+def totals_for(rates: list[float], drafts: int = 10_000) -> Totals:
+    total = Totals()
+    return total.plus(interval(1.0, drafts, tuple(round(r * drafts) for r in rates)))
+
+
+def test_windows_pool_sums_instead_of_averaging_ratios():
+    window = RollingWindow(60)
+    window.add(interval(10, 1000, (900,)))  # r0 = 0.9 over many drafts
+    window.add(interval(20, 10, (1,)))  # r0 = 0.1 over few drafts
+    derived = derive(window.totals(now=25), 0.0)
+    assert derived.position_acceptance[0] == pytest.approx(901 / 1010)  # not (0.9 + 0.1) / 2
+
+
+def test_windows_evict_old_intervals_and_become_empty():
+    window = RollingWindow(60)
+    window.add(interval(10, 100, (50,)))
+    window.add(interval(50, 100, (20,)))
+    assert window.totals(now=65).accepted_tokens == 70
+    assert window.totals(now=75).accepted_tokens == 20  # the interval that ended at 10 left the window
+    assert window.totals(now=200).intervals == 0
+    assert derive(window.totals(now=200), 0.05) is None  # no drafts: absent, not zero
+
+
+def test_identities_on_the_capture_ground_truth():
+    rates = [0.615, 0.453, 0.405, 0.372, 0.346, 0.328, 0.310, 0.293]
+    derived = derive(totals_for(rates), 0.1)
+    assert derived.mean_acceptance_length == pytest.approx(1 + sum(derived.position_acceptance))
+    assert derived.conditional_acceptance[1] == pytest.approx(0.453 / 0.615, abs=1e-3)
+    assert derived.mean_draft_length == 8
+    assert derived.recommended_speculative_tokens == 8
+
+
+def test_conditional_rate_after_a_never_accepted_position_is_unknown():
+    assert conditional_acceptance((0.5, 0.0, 0.0)) == (0.5, 0.0, None)
+
+
+def test_expected_tokens_and_recommendation():
+    expected = expected_tokens_per_step((0.72, 0.50, 0.30, 0.18, 0.05, 0.01))
+    assert expected == pytest.approx((1, 1.72, 2.22, 2.52, 2.70, 2.75, 2.76))
+    assert recommended_speculative_tokens(speedup_curve(expected, 0.0)) == 6
+    assert recommended_speculative_tokens(speedup_curve(expected, 0.1)) == 3
+    assert recommended_speculative_tokens(speedup_curve((1.0, 1.01, 1.02), 0.5)) == 0  # speculation does not pay
+
+
+THRESHOLDS = HealthThresholds()
+DFLASH_FIXED = [0.72, 0.50, 0.30, 0.18] + [0.02] * 2 + [0.0] * 9  # the real case after the fix, k = 15
+DFLASH_BROKEN = [0.11, 0.0] + [0.0] * 13  # stale config.json: L 1.1, position 0 at 11%
+
+
+@pytest.mark.parametrize(
+    "rates, cost, baseline, expected",
+    [
+        (DFLASH_FIXED, 0.02, None, "wasteful"),
+        (DFLASH_BROKEN, 0.02, None, "broken"),
+        ([0.8, 0.64, 0.51, 0.41], 0.05, None, "ok"),
+        ([0.4, 0.16, 0.06, 0.02], 0.05, [0.8, 0.64, 0.51, 0.41], "degraded"),  # L−1 fell by more than 30%
+        ([0.75, 0.6, 0.45, 0.35], 0.05, [0.8, 0.64, 0.51, 0.41], "ok"),  # a small dip is not a drop
+    ],
+)
+def test_verdicts(rates, cost, baseline, expected):
+    base = derive(totals_for(baseline), cost) if baseline else None
+    assert verdict(derive(totals_for(rates), cost), base, THRESHOLDS) == expected
+
+
+def test_too_few_drafts_is_no_data_and_floor_gives_degraded():
+    assert verdict(derive(totals_for([0.9], drafts=10), 0.05), None, THRESHOLDS) == "no_data"
+    assert verdict(None, None, THRESHOLDS) == "no_data"
+    floor = HealthThresholds(degraded_min_mean_acceptance_length=2.5)
+    assert verdict(derive(totals_for([0.6, 0.4, 0.2]), 0.0), None, floor) == "degraded"
+
+
+def test_durations():
+    assert [parse_duration(t) for t in ("30s", "5m", "1h", "1d", "90")] == [30, 300, 3600, 86400, 90]
+    for bad in ("", "5x", "-1m", "0"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_year_comes_from_the_reference_across_new_year():
+    new_year = datetime(2027, 1, 1, 0, 5).timestamp()
+    assert resolve_log_time("12-31 23:59:50", new_year) == datetime(2026, 12, 31, 23, 59, 50).timestamp()
+    assert resolve_log_time("01-01 00:00:10", new_year) == datetime(2027, 1, 1, 0, 0, 10).timestamp()
+    assert resolve_log_time("02-29 12:00:00", datetime(2027, 6, 1).timestamp()) == datetime(2024, 2, 29, 12).timestamp()
+    assert resolve_log_time("13-45 99:00:00", new_year) is None
