@@ -79,6 +79,7 @@ class FollowedFile:
             stat = os.stat(self.path)
         except FileNotFoundError:
             self.exists = False
+            self._start_at_end = False  # it did not exist when we started: read it whole once it appears
             if self._file is not None:
                 yield from self._drain()
             return

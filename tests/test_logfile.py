@@ -1,0 +1,181 @@
+"""Following real files: appends, partial lines, every rotation style, truncation, late files.
+
+Each test drives the follower by calling poll() itself — the same pass a wake-up runs — so no
+test depends on timing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from exporter.sources.linebuffer import LineBuffer
+from exporter.sources.logfile import FILE_REPLACED, FollowedFile
+from exporter.sources.logsource import LogSource
+from exporter.store import Store
+
+
+def write(path: Path, text: str, mode: str = "a") -> None:
+    with open(path, mode, encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def poll(followed: FollowedFile) -> list[object]:
+    return list(followed.poll())
+
+
+@pytest.fixture
+def follow():
+    """FollowedFile factory that closes every follower after the test."""
+    made: list[FollowedFile] = []
+
+    def make(path: Path, *, start_at_end: bool) -> FollowedFile:
+        made.append(FollowedFile(str(path), start_at_end=start_at_end))
+        return made[-1]
+
+    yield make
+    for followed in made:
+        followed.close()
+
+
+def test_existing_content_is_skipped_when_starting_at_the_end(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "old 1\nold 2\n")
+    followed = follow(log, start_at_end=True)
+    assert poll(followed) == []
+    write(log, "new 1\n")
+    assert poll(followed) == ["new 1"]
+
+
+def test_partial_last_line_waits_for_its_newline(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "")
+    followed = follow(log, start_at_end=False)
+    write(log, "complete\nparti")
+    assert poll(followed) == ["complete"]
+    write(log, "al\r\n")
+    assert poll(followed) == ["partial"]
+
+
+def test_rename_and_create_rotation_finishes_the_old_file_first(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "a\n")
+    followed = follow(log, start_at_end=False)
+    assert poll(followed) == ["a"]
+    write(log, "b\nunfinished")
+    os.rename(log, tmp_path / "vllm.log.1")
+    write(log, "c\n")
+    assert poll(followed) == ["b", "unfinished", FILE_REPLACED, "c"]
+    assert followed.counters.rotations == 1
+
+
+def test_writes_to_the_renamed_file_before_the_new_one_appears_are_read(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "a\n")
+    followed = follow(log, start_at_end=False)
+    poll(followed)
+    os.rename(log, tmp_path / "vllm.log.1")
+    write(tmp_path / "vllm.log.1", "late\n")  # writer has not reopened yet
+    assert poll(followed) == ["late"]
+    assert not followed.exists
+    write(log, "new\n")
+    assert poll(followed) == [FILE_REPLACED, "new"]
+
+
+def test_copytruncate_reads_again_from_the_start(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "a\nb\n")
+    followed = follow(log, start_at_end=False)
+    assert poll(followed) == ["a", "b"]
+    write(log, "half")
+    poll(followed)
+    write(log, "", mode="w")  # logrotate copytruncate
+    write(log, "c\n")
+    assert poll(followed) == ["c"]
+    assert followed.counters.truncations == 1
+    assert followed.counters.dropped_partial_bytes == len("half")
+
+
+def test_delete_and_recreate(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "a\n")
+    followed = follow(log, start_at_end=False)
+    poll(followed)
+    log.unlink()
+    assert poll(followed) == []
+    assert not followed.exists
+    write(log, "b\n")
+    assert poll(followed) == [FILE_REPLACED, "b"]
+
+
+def test_symlink_swap_kubernetes_style(tmp_path, follow):
+    first, second = tmp_path / "0.log", tmp_path / "1.log"
+    write(first, "a\n")
+    link = tmp_path / "current.log"
+    link.symlink_to(first)
+    followed = follow(link, start_at_end=False)
+    assert poll(followed) == ["a"]
+    write(second, "b\n")
+    tmp_link = tmp_path / "tmp-link"
+    tmp_link.symlink_to(second)
+    os.replace(tmp_link, link)  # atomic swap, as the kubelet does
+    assert poll(followed) == [FILE_REPLACED, "b"]
+
+
+def test_a_file_that_appears_later_is_read_from_its_start(tmp_path, follow):
+    log = tmp_path / "later.log"
+    followed = follow(log, start_at_end=True)
+    assert poll(followed) == [] and not followed.exists
+    write(log, "first\n")
+    assert poll(followed) == ["first"]
+
+
+def test_over_long_lines_are_counted_and_skipped_with_bounded_memory():
+    buffer = LineBuffer(max_line_bytes=10)
+    assert buffer.feed(b"short\n" + b"x" * 8) == ["short"]
+    assert buffer.feed(b"y" * 50) == []
+    assert buffer.pending == 0
+    assert buffer.feed(b"zz\nok\n") == ["ok"]
+    assert buffer.too_long == 1
+
+
+SPEC = (
+    "(APIServer pid=1) INFO 12-02 08:19:44 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 4.67, "
+    "Accepted throughput: 1120.57 tokens/s, Drafted throughput: 2445.96 tokens/s, Accepted: 2243 tokens, Drafted: 4896 tokens, "
+    "Per-position acceptance rate: 0.681, 0.515, 0.475, 0.441, 0.413, 0.397, 0.379, 0.363, Avg Draft acceptance rate: 45.8%\n"
+)
+STARTUP = (
+    "(APIServer pid=1) INFO 12-02 08:19:13 [api_utils.py:273] non-default args: {'model': '/m/target', "
+    "'served_model_name': ['target'], 'speculative_config': {'method': 'draft_model', 'model': '/m/d', 'num_speculative_tokens': 8}}\n"
+)
+
+
+def test_log_source_expands_globs_primes_config_and_counts(tmp_path):
+    running = tmp_path / "a.log"
+    write(running, STARTUP + SPEC)  # joined mid-run: the spec line is history, the config is not
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "*.log")], store)
+    source.poll_once()
+    write(running, SPEC)
+    write(tmp_path / "b.log", SPEC)  # appears later: read from its start
+    source.poll_once()
+    source.stop()
+    snapshot = store.snapshot()
+    by_upstream = {s.key.upstream: s for s in snapshot.series}
+    assert by_upstream[str(running)].lifetime.accepted_tokens == 2243
+    assert by_upstream[str(running)].key.model_name == "target"
+    assert by_upstream[str(running)].config.num_speculative_tokens == 8
+    assert by_upstream[str(tmp_path / "b.log")].lifetime.accepted_tokens == 2243
+    assert {s.upstream: s.up for s in snapshot.sources} == {str(running): True, str(tmp_path / "b.log"): True}
+
+
+def test_a_missing_file_shows_as_down_never_as_zero_acceptance(tmp_path):
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "missing.log")], store)
+    source.poll_once()
+    source.stop()
+    snapshot = store.snapshot()
+    assert [(s.upstream, s.up) for s in snapshot.sources] == [(str(tmp_path / "missing.log"), False)]
+    assert snapshot.series == ()
