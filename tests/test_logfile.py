@@ -98,6 +98,17 @@ def test_copytruncate_reads_again_from_the_start(tmp_path, follow):
     assert followed.counters.dropped_partial_bytes == len("half")
 
 
+def test_copytruncate_is_seen_even_when_the_file_regrew_past_our_offset(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "line 1\nline 2\n")
+    followed = follow(log, start_at_end=False)
+    assert poll(followed) == ["line 1", "line 2"]
+    write(log, "", mode="w")
+    write(log, "after 1\nafter 2\nafter 3\n")  # longer than before: size alone cannot tell
+    assert poll(followed) == ["after 1", "after 2", "after 3"]
+    assert followed.counters.truncations == 1
+
+
 def test_delete_and_recreate(tmp_path, follow):
     log = tmp_path / "vllm.log"
     write(log, "a\n")

@@ -9,8 +9,11 @@ from file events or the polling timer — events are hints, never truth) we re-d
                              (symlink swaps too, since we stat through links): finish the old
                              file to its end, flush its unfinished last line, then read the new
                              file from its start;
-  * same file, size < our offset → copytruncate (or `> file`): read again from the start; an
-                             unfinished line from before is dropped and counted;
+  * same file, size < our offset, or the bytes just before our offset are no longer the ones
+                             we read → copytruncate (or `> file`): read again from the start; an
+                             unfinished line from before is dropped and counted. The byte check
+                             catches a truncated file that regrew past our offset between polls,
+                             which a size check alone would miss (and lose lines for);
   * otherwise              → read from our offset to the end.
 
 Lines are returned only when complete; a partial last line waits for its newline.
@@ -31,6 +34,7 @@ from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 1 << 20
+TAIL_CHECK_BYTES = 64  # how many bytes before the offset must still match to rule out a rewrite
 
 
 class _FileReplaced:
@@ -65,6 +69,7 @@ class FollowedFile:
         self._file: object | None = None
         self._identity: tuple[int, int] | None = None
         self._offset = 0
+        self._tail = b""  # the last bytes read, ending at _offset
         self._start_at_end = start_at_end  # only for the file that exists when we start
         self.exists = False
 
@@ -98,7 +103,7 @@ class FollowedFile:
         if self._file is None:
             if not self._open(identity, stat.st_size):
                 return
-        elif stat.st_size < self._offset:
+        elif stat.st_size < self._offset or not self._tail_unchanged():
             self.counters.truncations += 1
             self.counters.dropped_partial_bytes += self.buffer.discard()
             self._seek(0)
@@ -126,6 +131,21 @@ class FollowedFile:
         assert self._file is not None
         self._file.seek(offset)  # type: ignore[attr-defined]
         self._offset = offset
+        self._tail = b""
+        if offset:
+            self._tail = self._read_at(max(0, offset - TAIL_CHECK_BYTES), min(offset, TAIL_CHECK_BYTES))
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        assert self._file is not None
+        try:
+            return os.pread(self._file.fileno(), size, offset)  # type: ignore[attr-defined]
+        except OSError:
+            return b""
+
+    def _tail_unchanged(self) -> bool:
+        if not self._tail:
+            return True
+        return self._read_at(self._offset - len(self._tail), len(self._tail)) == self._tail
 
     def _drain(self) -> Iterator[str]:
         assert self._file is not None
@@ -138,6 +158,7 @@ class FollowedFile:
             if not chunk:
                 return
             self._offset += len(chunk)
+            self._tail = (self._tail + chunk[-TAIL_CHECK_BYTES:])[-TAIL_CHECK_BYTES:]
             self.counters.bytes_read += len(chunk)
             yield from self.buffer.feed(chunk)
 

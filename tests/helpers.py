@@ -1,0 +1,106 @@
+"""Run the real sidecar as a subprocess on loopback, scrape it, and wait on its own counters."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+DEADLINE_SECONDS = 30.0
+POLL_SECONDS = 0.05  # how often a waiting test re-scrapes; never a sync point by itself
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse_samples(text: str) -> Samples:
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    """The one sample named `name` whose labels include `labels`, summed if several match."""
+    found = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= ls]
+    return sum(found) if found else None
+
+
+@dataclass
+class Exporter:
+    process: subprocess.Popen[bytes]
+    base_url: str
+
+    def scrape(self) -> Samples:
+        return parse_samples(self.metrics_text())
+
+    def metrics_text(self) -> str:
+        response = httpx.get(self.base_url + "/metrics", timeout=5)
+        response.raise_for_status()
+        return response.text
+
+    def get_json(self, path: str) -> dict:  # type: ignore[type-arg]
+        response = httpx.get(self.base_url + path, timeout=5)
+        response.raise_for_status()
+        return response.json()  # type: ignore[no-any-return]
+
+    def wait_for(self, predicate: Callable[[Samples], bool], what: str, deadline: float = DEADLINE_SECONDS) -> Samples:
+        """Scrape until `predicate(samples)` holds; fail with `what` and the last scrape after the deadline."""
+        end = time.monotonic() + deadline
+        samples: Samples = {}
+        while time.monotonic() < end:
+            if self.process.poll() is not None:
+                raise AssertionError(f"exporter exited with {self.process.returncode} while waiting for {what}")
+            samples = self.scrape()
+            if predicate(samples):
+                return samples
+            time.sleep(POLL_SECONDS)
+        relevant = sorted(f"{k[0]}{dict(sorted(k[1]))}={v}" for k, v in samples.items() if "_total" in k[0] or "_up" in k[0])
+        raise AssertionError(f"timed out waiting for {what}; last scrape:\n" + "\n".join(relevant))
+
+
+@contextmanager
+def running_exporter(*args: str, stdin: int | None = None) -> Iterator[Exporter]:
+    """`specdecode-exporter serve ARGS` on a free loopback port, ready when /-/healthy answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "exporter.cli", "serve", "--listen", f"127.0.0.1:{port}", *args]
+    process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    exporter = Exporter(process, f"http://127.0.0.1:{port}")
+    try:
+        end = time.monotonic() + DEADLINE_SECONDS
+        while True:
+            if process.poll() is not None:
+                output = process.stdout.read().decode() if process.stdout else ""
+                raise AssertionError(f"exporter exited with {process.returncode}: {output}")
+            try:
+                if httpx.get(exporter.base_url + "/-/healthy", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > end:
+                raise AssertionError("exporter did not become healthy")
+            time.sleep(POLL_SECONDS)
+        yield exporter
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
