@@ -35,7 +35,7 @@ class Derived:
     speedup: tuple[float, ...]  # E(k') / (1 + k'·c) for k' = 0..k
     recommended_speculative_tokens: int | None
     num_speculative_tokens: int | None
-    seconds: float | None  # the span the window's intervals cover
+    seconds: float | None  # summed lengths of the window's intervals
 
 
 def position_acceptance(accepted_per_position: tuple[int, ...], drafts: int) -> tuple[float, ...]:
@@ -81,9 +81,7 @@ def derive(totals: Totals, draft_token_cost: float) -> Derived | None:
     rates = position_acceptance(totals.accepted_per_position, drafts) if drafts else ()
     expected = expected_tokens_per_step(rates) if rates else ()
     speedup = speedup_curve(expected, draft_token_cost) if expected else ()
-    seconds = None
-    if totals.start is not None and totals.end is not None and totals.end > totals.start:
-        seconds = totals.end - totals.start
+    seconds = totals.seconds if totals.seconds > 0 else None
     return Derived(
         drafts=drafts,
         draft_tokens=totals.draft_tokens,

@@ -135,10 +135,12 @@ class LogInterpreter:
             positions = rebuilt.accepted_per_position if rebuilt else ()
             drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high) if rebuilt else None
         end = self._time(line, month_day_time)
+        start = self._last_end.get(key)
         interval = Interval(
             key=key,
             end=end,
-            start=self._last_end.get(key),
+            start=start,
+            seconds=self._seconds(parsed, accepted, end, start),
             draft_tokens=draft_tokens,
             accepted_tokens=accepted,
             drafts=drafts,
@@ -149,6 +151,15 @@ class LogInterpreter:
         )
         self._last_end[key] = end
         return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
+
+    def _seconds(self, parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
+        """The interval's length: vLLM's own (A / accepted throughput) when printed, else line spacing."""
+        throughput = parsed.accepted_throughput
+        if throughput and accepted > 0 and not parsed.cumulative:
+            return accepted / throughput
+        if start is not None and end > start:
+            return end - start
+        return None
 
     @staticmethod
     def _rate_disagrees(parsed: ParsedSpecLine) -> bool:

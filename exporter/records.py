@@ -102,6 +102,7 @@ class Interval:
     drafts_range: tuple[int, int] | None = None  # [D_lo, D_hi] that the printed numbers allow
     variant: str = ""
     start: float | None = None
+    seconds: float | None = None  # how long the interval lasted, as the server measured it when printed
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
             "expected_tokens_per_step": [],
             "speedup_estimate": [],
             "recommended_speculative_tokens": None,
+            "seconds": None,
+            "wasted_draft_tokens_per_second": None,
         }
     return {
         "drafts": derived.drafts,
@@ -52,6 +54,8 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
         "expected_tokens_per_step": [_round(e) for e in derived.expected_tokens_per_step],
         "speedup_estimate": [_round(s) for s in derived.speedup],
         "recommended_speculative_tokens": derived.recommended_speculative_tokens,
+        "seconds": _round(derived.seconds, 3),
+        "wasted_draft_tokens_per_second": _round(derived.wasted_draft_tokens / derived.seconds, 3) if derived.seconds else None,
     }
 
 

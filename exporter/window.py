@@ -32,6 +32,7 @@ class Totals:
     drafts_high: int = 0
     accepted_per_position: tuple[int, ...] = ()
     k: int | None = None
+    seconds: float = 0.0  # summed interval lengths (those that are known)
     start: float | None = None
     end: float | None = None
 
@@ -53,6 +54,7 @@ class Totals:
             drafts_high=self.drafts_high + sign * drafts_range[1],
             accepted_per_position=_add_positions(self.accepted_per_position, interval.accepted_per_position, sign),
             k=interval.k if interval.k is not None else self.k,
+            seconds=max(0.0, self.seconds + sign * (interval.seconds or 0.0)),
             # removing an interval leaves the span to the caller, who knows what remains
             start=start if sign > 0 and self.start is None else self.start,
             end=interval.end if sign > 0 and (self.end is None or interval.end > self.end) else self.end,
