@@ -20,7 +20,7 @@ from exporter.store import SeriesSnapshot, Store
 from exporter.verdict import STATES, verdict
 from exporter.window import parse_duration
 
-VERSION = "0.1.0"
+from exporter import __version__ as VERSION
 
 
 def _family(spec: names.MetricSpec) -> Metric:

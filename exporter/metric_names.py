@@ -88,3 +88,17 @@ LOG_TRUNCATIONS = _m("log_truncations", "counter", "Times a followed file was tr
 SERIES_DROPPED = _m("series_dropped", "counter", "Series dropped because the series cap was reached.")
 
 ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec))
+
+
+def markdown_table() -> str:
+    """The README's metric table, generated so it cannot drift from what is exported."""
+    rows = ["| metric | type | labels | help |", "|---|---|---|---|"]
+    for spec in ALL:
+        labels = ", ".join(f"`{label}`" for label in spec.labels) or "—"
+        help_text = spec.help.replace("|", "\\|")
+        rows.append(f"| `{spec.sample_name}` | {spec.type} | {labels} | {help_text} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")
