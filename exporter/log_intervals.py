@@ -29,8 +29,17 @@ UNKNOWN_MODEL = "unknown"
 DEFAULT_ENGINE = "0"
 _RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
 
-# Cheap substring tests so that lines which cannot matter never reach a regex.
-_INTERESTING = ("metrics: ", "Engine", "non-default args", "LLM engine")
+
+
+def might_matter(text: str) -> bool:
+    """Cheap substring tests, so lines that cannot matter (most of a log) never reach a regex."""
+    return (
+        "metrics: " in text
+        or "Engine " in text  # `Engine 000:` — not the `(EngineCore pid=…)` prefix
+        or "Engines Aggregated" in text
+        or "non-default args" in text
+        or "LLM engine" in text
+    )
 
 ClockMode = Literal["log", "arrival"]
 
@@ -65,7 +74,7 @@ class LogInterpreter:
 
     def feed(self, line: RawLine) -> LineOutcome:
         text = line.text
-        if not any(marker in text for marker in _INTERESTING):
+        if not might_matter(text):
             return _NOTHING
         envelope = parse_envelope(text)
         if envelope is None:

@@ -7,9 +7,9 @@ source and the clock differ.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from exporter.log_intervals import ClockMode, LogInterpreter
+from exporter.log_intervals import ClockMode, LogInterpreter, might_matter
 from exporter.records import RawLine
 from exporter.sources.container import FrameDecoder, FramingError, LogFormat
 from exporter.store import SourceStats, Store
@@ -34,21 +34,28 @@ class LogPipeline:
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
         store.update_source(upstream, lambda stats: None)
 
-    def consume(self, lines: Iterable[str], read_at: float) -> int:
+    def consume(self, lines: Sequence[str], read_at: float) -> int:
         """Process physical lines read at `read_at`; return how many were read."""
-        count = spec = 0
+        spec = 0
         problems: Counter[str] = Counter()
         variants: Counter[str] = Counter()
         last_spec: float | None = None
+        decoder, interpreter, upstream = self.decoder, self.interpreter, self.upstream
         for physical in lines:
-            count += 1
-            try:
-                decoded = list(self.decoder.decode(physical))
-            except FramingError:
-                problems["container_framing"] += 1
-                continue
+            if decoder.format == "plain":  # the common case: no generator, no framing
+                if not might_matter(physical):
+                    continue
+                decoded: Iterable[tuple[str, str | None]] = ((physical, None),)
+            else:
+                try:
+                    decoded = list(decoder.decode(physical))
+                except FramingError:
+                    problems["container_framing"] += 1
+                    continue
             for text, stamp in decoded:
-                outcome = self.interpreter.feed(RawLine(self.upstream, text, read_at, stamp))
+                if not might_matter(text):
+                    continue
+                outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
                 if outcome.spec_line:
                     spec += 1
                     last_spec = read_at
@@ -57,12 +64,12 @@ class LogPipeline:
                 if outcome.problem is not None:
                     problems[outcome.problem.reason] += 1
                 if outcome.config is not None:
-                    self.store.record_config(self.upstream, outcome.config)
+                    self.store.record_config(upstream, outcome.config)
                 if outcome.interval is not None:
                     self.store.record_interval(outcome.interval)
-        if count:
-            self.store.update_source(self.upstream, _add(count, spec, problems, variants, read_at, last_spec))
-        return count
+        if lines:
+            self.store.update_source(upstream, _add(len(lines), spec, problems, variants, read_at, last_spec))
+        return len(lines)
 
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:

@@ -20,34 +20,39 @@ class LineBuffer:
         return len(self._partial)
 
     def feed(self, chunk: bytes) -> list[str]:
-        lines: list[str] = []
-        start = 0
-        while True:
-            newline = chunk.find(b"\n", start)
+        """Return the lines completed by `chunk`; split and decoded per chunk, not per line."""
+        if self._skipping:  # still inside an over-long line: drop up to its newline
+            newline = chunk.find(b"\n")
             if newline < 0:
-                break
-            self._take(chunk[start:newline], lines, complete=True)
-            start = newline + 1
-        self._take(chunk[start:], lines, complete=False)
+                return []
+            self._skipping = False
+            chunk = chunk[newline + 1 :]
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            self._hold(chunk)
+            return []
+        block = bytes(self._partial) + chunk[:last] if self._partial else chunk[:last]
+        self._partial.clear()
+        self._hold(chunk[last + 1 :])
+        text = block.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if "\r" in text:  # CRLF endings: drop the \r that ends a line
+            lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        if len(block) > self.max_line_bytes and max(map(len, lines)) > self.max_line_bytes // 4:
+            # characters ≤ bytes, so only then can a line be too long; measure those in bytes
+            kept = [line for line in lines if len(line.encode("utf-8", errors="replace")) <= self.max_line_bytes]
+            self.too_long += len(lines) - len(kept)
+            lines = kept
         return lines
 
-    def _take(self, piece: bytes, lines: list[str], *, complete: bool) -> None:
-        if self._skipping:
-            if complete:
-                self._skipping = False
-            return
+    def _hold(self, piece: bytes) -> None:
+        """Keep an unfinished line, unless it already exceeds the cap (then skip to its end)."""
         if len(self._partial) + len(piece) > self.max_line_bytes:
             self.too_long += 1
             self._partial.clear()
-            self._skipping = not complete
+            self._skipping = True
             return
-        if not complete:
-            self._partial += piece
-            return
-        if self._partial:
-            piece = bytes(self._partial) + piece
-            self._partial.clear()
-        lines.append(piece.decode("utf-8", errors="replace").rstrip("\r"))
+        self._partial += piece
 
     def flush(self) -> list[str]:
         """The writer is done with this file: an unfinished last line counts as a line."""
