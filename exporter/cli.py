@@ -17,6 +17,8 @@ from exporter.config import DEFAULT_LISTEN, DEFAULT_WINDOWS, ConfigError, Settin
 from exporter.export import VERSION
 from exporter.report_format import render_csv, render_table
 from exporter.sources.container import LOG_FORMATS
+from exporter.parse.exposition import ENGINES
+from exporter.sources.targets import TargetsError, default_pairs, target_from_url
 from exporter.window import parse_duration
 
 
@@ -84,6 +86,16 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
 analyze_cmd.name = "analyze"
 
 
+def _pairs(values: tuple[str, ...]) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        log_path, sep, url = value.partition("=")
+        if not sep or not log_path or not url:
+            raise ConfigError(f"--pair: expected LOG=URL, got {value!r}")
+        pairs[target_from_url(url).url] = log_path
+    return pairs
+
+
 def _windows(values: tuple[str, ...]) -> dict[str, float]:
     names = [part.strip() for value in values for part in value.split(",") if part.strip()]
     try:
@@ -93,7 +105,15 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 
 
 @main.command()
-@option("--log", "logs", multiple=True, required=True, help="vLLM log to follow: a path, a glob, or - for stdin. Repeatable.")
+@option("--log", "logs", multiple=True, help="vLLM log to follow: a path, a glob, or - for stdin. Repeatable.")
+@option("--target", "targets", multiple=True, help="Server /metrics URL to scrape (http://host:port/metrics, or host:port). Repeatable.")
+@option("--targets-file", type=click.Path(dir_okay=False), help="Prometheus file_sd targets file (JSON or YAML), reloaded when it changes.")
+@option("--scrape-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds between scrapes of each target.")
+@option("--scrape-timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, help="Seconds a whole scrape may take.")
+@option("--max-scrape-bytes", type=click.IntRange(min=1024), default=16 << 20, show_default=True, help="Larger /metrics answers are refused (too_large).")
+@option("--engine", type=click.Choice(ENGINES), help="Force the server kind of the targets instead of detecting it from the payload.")
+@option("--pair", "pairs", multiple=True, help="LOG=URL: this log and this target are the same server (config sharing, cross-check). One log + one target pair themselves.")
+@option("--stale-after", default="5m", show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
 @option("--from-start", is_flag=True, help="Read existing files from their start instead of their end.")
 @option("--listen", default=DEFAULT_LISTEN, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
 @option("--window", "windows", multiple=True, default=DEFAULT_WINDOWS, show_default=True, help="Windows of the gauges (e.g. 1m, 5m, 1h); repeatable or comma-separated.")
@@ -102,23 +122,35 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 @option("--max-line-bytes", type=click.IntRange(min=1024), default=1 << 20, show_default=True, help="Longer lines are counted and skipped.")
 @option("--max-series", type=click.IntRange(min=1), default=1000, show_default=True, help="Series cap; the least recently updated is dropped first.")
 @_derive_options
-def serve(logs: tuple[str, ...], from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
+def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, scrape_interval: float,
+          scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
+          from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
           poll_interval: float, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: str) -> None:
-    """Follow vLLM logs live and serve Prometheus metrics."""
+    """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
+    if not logs and not targets and not targets_file:
+        raise click.UsageError("nothing to read: give --log, --target or --targets-file")
+    try:
+        stale_seconds = parse_duration(stale_after)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--stale-after") from None
     try:
         parse_listen(listen)
-        derive_settings = load_derive_settings(config_path, draft_token_cost, health_window)
-    except ConfigError as error:
+        derive_settings = load_derive_settings(config_path, draft_token_cost, health_window, stale_seconds)
+        target_urls = tuple(target_from_url(url).url for url in targets)
+        pair_map = _pairs(pairs) or default_pairs(logs, target_urls)
+    except (ConfigError, TargetsError) as error:
         raise click.UsageError(str(error)) from None
     window_map = _windows(windows)
     if health_window not in window_map:
         raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
-    from exporter.serve import run
+    from exporter.serve import run  # FastAPI and uvicorn load only for `serve`
 
     run(
         Settings(
-            logs=logs, from_start=from_start, log_format=log_format, listen=listen, windows=window_map,  # type: ignore[arg-type]
+            logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
+            scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=pair_map,
+            from_start=from_start, log_format=log_format, listen=listen, windows=window_map,  # type: ignore[arg-type]
             poll_interval=poll_interval, model_name=model_name, max_line_bytes=max_line_bytes,
             max_series=max_series, derive=derive_settings,
         )

@@ -53,6 +53,7 @@ class DeriveSettings:
     draft_token_cost: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DRAFT_TOKEN_COST))
     draft_token_cost_override: float | None = None
     health_window: str = "5m"  # the window `specdecode_health` judges; the longest is its baseline
+    stale_after: float = 300.0  # a source down this long stops exporting windowed gauges and a verdict
 
     def cost_for(self, method: str | None) -> float:
         """The per-draft-token cost for a drafter method (the override wins)."""
@@ -68,6 +69,13 @@ class Settings:
     """Everything `serve` runs with."""
 
     logs: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    targets_file: str | None = None
+    scrape_interval: float = 5.0
+    scrape_timeout: float = 3.0
+    max_scrape_bytes: int = 16 << 20
+    engine: str | None = None  # force the /metrics engine instead of detecting it
+    pairs: Mapping[str, str] = field(default_factory=dict)  # metrics target URL → log path of the same server
     from_start: bool = False
     log_format: LogFormat = "auto"
     listen: str = DEFAULT_LISTEN
@@ -92,11 +100,11 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def load_derive_settings(
-    path: str | None, cost_override: float | None = None, health_window: str = "5m"
+    path: str | None, cost_override: float | None = None, health_window: str = "5m", stale_after: float = 300.0
 ) -> DeriveSettings:
     """Read `[health]` and `[draft_token_cost]` from a TOML file (or defaults when no file)."""
     if path is None:
-        return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window)
+        return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window, stale_after=stale_after)
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
@@ -111,6 +119,7 @@ def load_derive_settings(
         draft_token_cost={**DEFAULT_DRAFT_TOKEN_COST, **_costs(data.get("draft_token_cost", {}))},
         draft_token_cost_override=cost_override,
         health_window=health_window,
+        stale_after=stale_after,
     )
 
 

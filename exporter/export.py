@@ -1,26 +1,30 @@
 """The custom prometheus_client collector: one consistent snapshot of the store per scrape.
 
-A window with no drafts exports nothing for that window (absent, not zero, not NaN); a source
-that cannot be read shows `specdecode_source_up 0`, never a zero acceptance.
+A window with no drafts exports nothing for that window (absent, not zero, not NaN). A source
+that cannot be read shows `specdecode_source_up 0`, never a zero acceptance; once it has been down
+longer than the grace period its series stop exporting windowed gauges and a verdict, so nothing
+stale is presented as current. The counters stay: they are still true totals.
 """
 
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from exporter import __version__ as VERSION
 from exporter import metric_names as names
 from exporter.config import DeriveSettings
-from exporter.derive import derive
+from exporter.crosscheck import cross_check
+from exporter.derive import Derived, derive
 from exporter.labels import clean
-from exporter.store import SeriesSnapshot, Store
+from exporter.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
 from exporter.verdict import STATES, verdict
 from exporter.window import parse_duration
 
-from exporter import __version__ as VERSION
+Add = Callable[[names.MetricSpec, list[str], float], None]
 
 
 def _family(spec: names.MetricSpec) -> Metric:
@@ -34,6 +38,15 @@ def _family(spec: names.MetricSpec) -> Metric:
 def _series_labels(series: SeriesSnapshot) -> list[str]:
     key = series.key
     return [clean(key.upstream), clean(key.model_name), clean(key.engine), key.source]
+
+
+def stale_upstreams(snapshot: Snapshot, grace_seconds: float) -> set[str]:
+    """Upstreams whose source has been down for longer than the grace period."""
+    return {
+        source.upstream
+        for source in snapshot.sources
+        if not source.up and (source.last_success is None or snapshot.taken_at - source.last_success > grace_seconds)
+    }
 
 
 class SpecDecodeCollector(Collector):
@@ -54,62 +67,68 @@ class SpecDecodeCollector(Collector):
         def add(spec: names.MetricSpec, labels: list[str], value: float) -> None:
             families[spec.name].add_metric(labels, value)  # type: ignore[attr-defined]
 
-        families[names.BUILD_INFO.name].add_metric([], {"version": VERSION, "python_version": platform.python_version()})  # type: ignore[attr-defined]
+        def info(spec: names.MetricSpec, labels: dict[str, str]) -> None:
+            families[spec.name].add_metric([], labels)  # type: ignore[attr-defined]
+
+        info(names.BUILD_INFO, {"version": VERSION, "python_version": platform.python_version()})
         windows = sorted(self.store.window_seconds, key=parse_duration)
+        stale = stale_upstreams(snapshot, self.settings.stale_after)
         for series in snapshot.series:
             labels = _series_labels(series)
-            life = series.lifetime
-            add(names.DRAFT_TOKENS, labels, life.draft_tokens)
-            add(names.ACCEPTED_TOKENS, labels, life.accepted_tokens)
-            if life.known_drafts is not None:
-                add(names.DRAFTS, labels, life.known_drafts)
-            for position, count in enumerate(life.accepted_per_position):
-                add(names.ACCEPTED_PER_POSITION, [*labels, str(position)], count)
-            self._windowed(series, labels, windows, add, families)
-        self._config_info(snapshot, families)
-        self._self_metrics(snapshot, add)
+            self._counters(series, labels, add)
+            if series.key.upstream not in stale:
+                self._windowed(series, labels, windows, add)
+        for sample in snapshot.samples:
+            if sample.key.upstream in stale:
+                continue
+            key = sample.key
+            labels = [clean(key.upstream), clean(key.model_name), clean(key.engine), key.source]
+            for name, value in sample.values:
+                spec = _SAMPLED.get(name)
+                if spec is not None:
+                    add(spec, labels, value)
+            add(names.SAMPLED_TIMESTAMP, labels, sample.at)
+        self._config_info(snapshot, info)
+        self._cross_check(snapshot, add)
+        for source in snapshot.sources:
+            self._source_metrics(source, add, info)
+        add(names.SERIES_DROPPED, [], snapshot.series_dropped)
         yield from families.values()
 
-    def _windowed(self, series: SeriesSnapshot, labels: list[str], windows: list[str], add, families) -> None:  # type: ignore[no-untyped-def]
+    @staticmethod
+    def _counters(series: SeriesSnapshot, labels: list[str], add: Add) -> None:
+        life = series.lifetime
+        add(names.DRAFT_TOKENS, labels, life.draft_tokens)
+        add(names.ACCEPTED_TOKENS, labels, life.accepted_tokens)
+        if life.known_drafts is not None:
+            add(names.DRAFTS, labels, life.known_drafts)
+        for position, count in enumerate(life.accepted_per_position):
+            add(names.ACCEPTED_PER_POSITION, [*labels, str(position)], count)
+
+    def _windowed(self, series: SeriesSnapshot, labels: list[str], windows: list[str], add: Add) -> None:
         cost = self.settings.cost_for(series.config.method)
-        derived_by_window = {name: derive(series.windows[name], cost) for name in windows}
-        for name, derived in derived_by_window.items():
-            if derived is None:
-                continue
-            w = [*labels, name]
-            add(names.DRAFT_ACCEPTANCE_RATIO, w, derived.draft_acceptance_ratio)
-            if derived.seconds:
-                add(names.WASTED_TOKENS_RATE, w, derived.wasted_draft_tokens / derived.seconds)
-            if derived.mean_acceptance_length is None:
-                continue
-            add(names.MEAN_ACCEPTANCE_LENGTH, w, derived.mean_acceptance_length)
-            add(names.MEAN_DRAFT_LENGTH, w, derived.mean_draft_length)
-            for position, rate in enumerate(derived.position_acceptance):
-                add(names.POSITION_ACCEPTANCE, [*w, str(position)], rate)
-            for position, conditional in enumerate(derived.conditional_acceptance):
-                if conditional is not None:
-                    add(names.POSITION_CONDITIONAL, [*w, str(position)], conditional)
-            if derived.recommended_speculative_tokens is not None:
-                add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)
+        derived = {name: derive(series.windows[name], cost) for name in windows}
+        for name, values in derived.items():
+            if values is not None:
+                _window_gauges(values, [*labels, name], add)
         if windows:
-            judged = self.settings.health_window if self.settings.health_window in derived_by_window else windows[0]
-            current = derived_by_window[judged]
-            baseline = derived_by_window[windows[-1]] if windows[-1] != judged else None
-            state = verdict(current, baseline, self.settings.thresholds)
+            judged = self.settings.health_window if self.settings.health_window in derived else windows[0]
+            baseline = derived[windows[-1]] if windows[-1] != judged else None
+            state = verdict(derived[judged], baseline, self.settings.thresholds)
             for candidate in STATES:
                 add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
 
     @staticmethod
-    def _config_info(snapshot, families) -> None:  # type: ignore[no-untyped-def]
+    def _config_info(snapshot: Snapshot, info: Callable[[names.MetricSpec, dict[str, str]], None]) -> None:
         seen = set()
         for series in snapshot.series:
             config = series.config
             key = (series.key.upstream, series.key.model_name)
-            if key in seen or config.method is None and config.num_speculative_tokens is None:
+            if key in seen or (config.method is None and config.num_speculative_tokens is None):
                 continue
             seen.add(key)
-            families[names.INFO.name].add_metric(
-                [],
+            info(
+                names.INFO,
                 {
                     "upstream": clean(series.key.upstream),
                     "model_name": clean(series.key.model_name),
@@ -120,20 +139,56 @@ class SpecDecodeCollector(Collector):
                 },
             )
 
+    def _cross_check(self, snapshot: Snapshot, add: Add) -> None:
+        for gap in cross_check(snapshot, self.store.pairs):
+            labels = [clean(gap.metrics_upstream), clean(gap.log_upstream), clean(gap.model_name), clean(gap.engine), gap.window, gap.quantity]
+            add(names.DISAGREEMENT, labels, gap.relative_difference)
+
     @staticmethod
-    def _self_metrics(snapshot, add) -> None:  # type: ignore[no-untyped-def]
-        for source in snapshot.sources:
-            upstream = clean(source.upstream)
-            add(names.SOURCE_UP, [source.kind, upstream], 1.0 if source.up else 0.0)
-            if source.last_success is not None:
-                add(names.SOURCE_LAST_SUCCESS, [source.kind, upstream], source.last_success)
-            add(names.LOG_LINES, [upstream], source.lines)
-            for variant, count in sorted(source.variants.items()):
-                add(names.LOG_SPEC_LINES, [upstream, variant], count)
+    def _source_metrics(source: SourceSnapshot, add: Add, info: Callable[[names.MetricSpec, dict[str, str]], None]) -> None:
+        upstream = clean(source.upstream)
+        add(names.SOURCE_UP, [source.kind, upstream], 1.0 if source.up else 0.0)
+        if source.last_success is not None:
+            add(names.SOURCE_LAST_SUCCESS, [source.kind, upstream], source.last_success)
+        add(names.SERVER_RESTARTS, [upstream], source.resets)
+        if source.kind == "metrics":
+            if source.scrape_duration is not None:
+                add(names.SCRAPE_DURATION, [upstream], source.scrape_duration)
             for reason, count in sorted(source.problems.items()):
-                add(names.LOG_PARSE_ERRORS, [upstream, reason], count)
-            if source.last_spec_line is not None:
-                add(names.LAST_SPEC_LINE, [upstream], source.last_spec_line)
-            add(names.LOG_ROTATIONS, [upstream], source.rotations)
-            add(names.LOG_TRUNCATIONS, [upstream], source.truncations)
-        add(names.SERIES_DROPPED, [], snapshot.series_dropped)
+                add(names.SCRAPE_ERRORS, [upstream, reason], count)
+            info(names.TARGET_INFO, {"upstream": upstream, **{k: clean(v) for k, v in sorted(source.extra_labels.items()) if k != "upstream"}})
+            return
+        add(names.LOG_LINES, [upstream], source.lines)
+        for variant, count in sorted(source.variants.items()):
+            add(names.LOG_SPEC_LINES, [upstream, variant], count)
+        for reason, count in sorted(source.problems.items()):
+            add(names.LOG_PARSE_ERRORS, [upstream, reason], count)
+        if source.last_spec_line is not None:
+            add(names.LAST_SPEC_LINE, [upstream], source.last_spec_line)
+        add(names.LOG_ROTATIONS, [upstream], source.rotations)
+        add(names.LOG_TRUNCATIONS, [upstream], source.truncations)
+
+
+_SAMPLED = {
+    "mean_acceptance_length": names.SAMPLED_MEAN_ACCEPTANCE_LENGTH,
+    "draft_acceptance_ratio": names.SAMPLED_DRAFT_ACCEPTANCE_RATIO,
+    "system_efficiency_ratio": names.SAMPLED_SYSTEM_EFFICIENCY,
+    "num_draft_tokens": names.SAMPLED_NUM_DRAFT_TOKENS,
+}
+
+
+def _window_gauges(derived: Derived, w: list[str], add: Add) -> None:
+    add(names.DRAFT_ACCEPTANCE_RATIO, w, derived.draft_acceptance_ratio)
+    if derived.seconds:
+        add(names.WASTED_TOKENS_RATE, w, derived.wasted_draft_tokens / derived.seconds)
+    if derived.mean_acceptance_length is None:
+        return
+    add(names.MEAN_ACCEPTANCE_LENGTH, w, derived.mean_acceptance_length)
+    add(names.MEAN_DRAFT_LENGTH, w, derived.mean_draft_length)  # type: ignore[arg-type]
+    for position, rate in enumerate(derived.position_acceptance):
+        add(names.POSITION_ACCEPTANCE, [*w, str(position)], rate)
+    for position, conditional in enumerate(derived.conditional_acceptance):
+        if conditional is not None:
+            add(names.POSITION_CONDITIONAL, [*w, str(position)], conditional)
+    if derived.recommended_speculative_tokens is not None:
+        add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)

@@ -23,7 +23,8 @@ from exporter.parse.vllm_log import (
     parse_spec_message,
 )
 from exporter.reconstruct import reconstruct
-from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SeriesKey, SpecConfig
+from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
+from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SampledValues, SeriesKey, SpecConfig
 
 UNKNOWN_MODEL = "unknown"
 DEFAULT_ENGINE = "0"
@@ -39,6 +40,7 @@ def might_matter(text: str) -> bool:
         or "Engines Aggregated" in text
         or "non-default args" in text
         or "LLM engine" in text
+        or "accept len: " in text  # SGLang
     )
 
 ClockMode = Literal["log", "arrival"]
@@ -53,6 +55,7 @@ class LineOutcome:
     problem: ParseProblem | None = None
     spec_line: bool = False  # a spec-decode line was recognised (used or not)
     variant: str | None = None
+    sample: SampledValues | None = None
 
 
 _NOTHING = LineOutcome()
@@ -78,6 +81,9 @@ class LogInterpreter:
             return _NOTHING
         envelope = parse_envelope(text)
         if envelope is None:
+            sglang = parse_sglang_decode(text) if "Decode batch" in text else None
+            if sglang is not None:
+                return self._sglang(line, sglang)
             if any(marker in text for marker in SPEC_MARKERS):
                 return self._problem(line, "unknown_layout", spec_line=True)
             return _NOTHING
@@ -160,6 +166,16 @@ class LogInterpreter:
         )
         self._last_end[key] = end
         return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
+
+    def _sglang(self, line: RawLine, parsed: SglangDecodeLine) -> LineOutcome:
+        at = line.read_at
+        if self.clock == "log":
+            at = parse_rfc3339(parsed.time.replace(" ", "T")) or at
+        values = [("mean_acceptance_length", parsed.mean_acceptance_length)]
+        if parsed.draft_acceptance_ratio is not None:
+            values.append(("draft_acceptance_ratio", parsed.draft_acceptance_ratio))
+        sample = SampledValues(key=self._series(parsed.engine), at=at, values=tuple(values), variant=parsed.variant)
+        return LineOutcome(sample=sample, spec_line=True, variant=parsed.variant)
 
     def _seconds(self, parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
         """The interval's length: vLLM's own (A / accepted throughput) when printed, else line spacing."""

@@ -68,6 +68,30 @@ INFO = _m(
     "upstream", "model_name", "method", "num_speculative_tokens", "draft_model", "server_version",
 )
 
+# Values the server reports as snapshots (SGLang gauges and log lines, vLLM V0 gauges): not counts.
+SAMPLED_MEAN_ACCEPTANCE_LENGTH = _m(
+    "sampled_mean_acceptance_length", "gauge",
+    "Mean acceptance length as the server last reported it for its own last batch window (sampled, not pooled; SGLang accept len).", *S,
+)
+SAMPLED_DRAFT_ACCEPTANCE_RATIO = _m(
+    "sampled_draft_acceptance_ratio", "gauge",
+    "Draft acceptance as the server last reported it, in the server's own definition (sampled; SGLang's changed across versions; vLLM V0: since start).", *S,
+)
+SAMPLED_SYSTEM_EFFICIENCY = _m(
+    "sampled_system_efficiency_ratio", "gauge", "vLLM V0 system efficiency (emitted / max emittable tokens) since start, as reported (sampled).", *S
+)
+SAMPLED_NUM_DRAFT_TOKENS = _m(
+    "sampled_num_draft_tokens", "gauge", "Draft tokens per step the server currently uses (SGLang adaptive setting, sampled).", *S
+)
+SAMPLED_TIMESTAMP = _m("sampled_timestamp_seconds", "gauge", "Unix time of the last sampled values of a series.", *S)
+
+# Log and /metrics of the same server compared.
+DISAGREEMENT = _m(
+    "source_disagreement_ratio", "gauge",
+    "Relative difference |log - metrics| / metrics of one quantity over the same window, for a server read both ways.",
+    "upstream", "log_upstream", "model_name", "engine", "window", "quantity",
+)
+
 # Self-metrics.
 BUILD_INFO = _m("exporter_build_info", "info", "Version of specdecode-exporter and its Python.", "version", "python_version")
 SOURCE_UP = _m("source_up", "gauge", "1 when the source can be read (log file present), 0 when not.", "source", "upstream")
@@ -86,6 +110,14 @@ LAST_SPEC_LINE = _m(
 LOG_ROTATIONS = _m("log_rotations", "counter", "Times the file behind a followed path was replaced.", "upstream")
 LOG_TRUNCATIONS = _m("log_truncations", "counter", "Times a followed file was truncated (copytruncate).", "upstream")
 SERIES_DROPPED = _m("series_dropped", "counter", "Series dropped because the series cap was reached.")
+SCRAPE_DURATION = _m("scrape_duration_seconds", "gauge", "Duration of the last scrape of a target.", "upstream")
+SCRAPE_ERRORS = _m(
+    "scrape_errors", "counter",
+    "Failed scrapes by reason: refused, timeout, http_status, too_large, unparsable, no_spec_families, transport.",
+    "upstream", "reason",
+)
+SERVER_RESTARTS = _m("server_restarts", "counter", "Server restarts seen as counter resets or V0 count drops (the interval across each is dropped).", "upstream")
+TARGET_INFO = _m("target_info", "info", "A scrape target and the labels its targets file gives it.", "upstream", "(labels from the targets file)")
 
 ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec))
 

@@ -67,8 +67,12 @@ class LogPipeline:
                     self.store.record_config(upstream, outcome.config)
                 if outcome.interval is not None:
                     self.store.record_interval(outcome.interval)
+                if outcome.sample is not None:
+                    self.store.record_sample(outcome.sample)
         if lines:
-            self.store.update_source(upstream, _add(len(lines), spec, problems, variants, read_at, last_spec))
+            self.store.update_source(
+                upstream, _add(len(lines), spec, problems, variants, read_at, last_spec, interpreter.restarts)
+            )
         return len(lines)
 
     def count_problem(self, reason: str, n: int = 1) -> None:
@@ -80,8 +84,11 @@ class LogPipeline:
         self.decoder.reset()
 
 
-def _add(count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None):  # type: ignore[no-untyped-def]
+def _add(  # type: ignore[no-untyped-def]
+    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int
+):
     def update(stats: SourceStats) -> None:
+        stats.resets = restarts
         stats.lines += count
         stats.spec_lines += spec
         stats.problems.update(problems)

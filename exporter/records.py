@@ -106,6 +106,17 @@ class Interval:
 
 
 @dataclass(frozen=True, slots=True)
+class SampledValues:
+    """Values a server reports as snapshots of its last batch window (SGLang gauges and log lines,
+    vLLM V0 gauges): not counts, so never summed into windows — exported as sampled, as they are."""
+
+    key: SeriesKey
+    at: float
+    values: tuple[tuple[str, float], ...]  # (name, value): mean_acceptance_length, draft_acceptance_ratio, …
+    variant: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ParseProblem:
     """A line that looked like a spec-decode line but could not be used."""
 

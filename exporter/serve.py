@@ -10,6 +10,8 @@ from fastapi import FastAPI
 from exporter.app import Source, create_app
 from exporter.config import Settings
 from exporter.sources.logsource import LogSource
+from exporter.sources.scrape import ScrapeSource
+from exporter.sources.targets import target_from_url
 from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
 from exporter.store import Store
 
@@ -19,6 +21,7 @@ log = logging.getLogger(__name__)
 def build_app(settings: Settings) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
     store = Store(settings.windows, max_series=settings.max_series)
+    store.pairs = dict(settings.pairs)
     sources: list[Source] = []
     paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
     if paths:
@@ -39,6 +42,18 @@ def build_app(settings: Settings) -> FastAPI:
                 store, log_format=settings.log_format, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes
             )
         )
+    if settings.targets or settings.targets_file:
+        sources.append(
+            ScrapeSource(
+                store,
+                targets=[target_from_url(url) for url in settings.targets],
+                targets_file=settings.targets_file,
+                interval=settings.scrape_interval,
+                timeout=settings.scrape_timeout,
+                max_bytes=settings.max_scrape_bytes,
+                engine=settings.engine,
+            )
+        )
     return create_app(store, settings.derive, sources)
 
 
@@ -46,5 +61,8 @@ def run(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn handles both and runs the lifespan's shutdown)."""
     host, port = settings.host_port
     app = build_app(settings)
-    log.info("serving metrics url=http://%s:%d/metrics logs=%s", host, port, ",".join(settings.logs))
+    log.info(
+        "serving metrics url=http://%s:%d/metrics logs=%s targets=%s",
+        host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")

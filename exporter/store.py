@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from exporter.records import Interval, SeriesKey, SpecConfig
+from exporter.records import Interval, SampledValues, SeriesKey, SpecConfig
 from exporter.window import RollingWindow, Totals
 
 
@@ -30,6 +30,10 @@ class SourceStats:
     truncations: int = 0
     last_success: float | None = None
     last_spec_line: float | None = None
+    resets: int = 0  # counter resets (server restarts) seen
+    scrape_duration: float | None = None
+    last_error: str | None = None
+    extra_labels: dict[str, str] = field(default_factory=dict)  # from a file_sd targets file
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,10 @@ class SourceSnapshot:
     truncations: int
     last_success: float | None
     last_spec_line: float | None
+    resets: int
+    scrape_duration: float | None
+    last_error: str | None
+    extra_labels: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,7 @@ class Snapshot:
     series: tuple[SeriesSnapshot, ...]
     sources: tuple[SourceSnapshot, ...]
     series_dropped: int
+    samples: tuple[SampledValues, ...] = ()
 
 
 class _Series:
@@ -91,7 +100,9 @@ class Store:
         self._series: dict[SeriesKey, _Series] = {}
         self._configs: dict[str, SpecConfig] = {}
         self._sources: dict[str, SourceStats] = {}
+        self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
+        self.pairs: dict[str, str] = {}  # metrics target URL → log path of the same server
 
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
@@ -110,6 +121,21 @@ class Store:
             oldest = min(self._series.values(), key=lambda s: s.last_update)
             del self._series[oldest.key]
             self.series_dropped += 1
+
+    def record_sample(self, sample: SampledValues) -> None:
+        """Keep the latest sampled values of a series (snapshots replace, never add up)."""
+        with self._lock:
+            self._samples[sample.key] = sample
+
+    def forget(self, upstream: str) -> None:
+        """Drop everything about an upstream that is no longer configured (e.g. left the targets file)."""
+        with self._lock:
+            for key in [key for key in self._series if key.upstream == upstream]:
+                del self._series[key]
+            for key in [key for key in self._samples if key.upstream == upstream]:
+                del self._samples[key]
+            self._sources.pop(upstream, None)
+            self._configs.pop(upstream, None)
 
     def record_config(self, upstream: str, config: SpecConfig) -> None:
         with self._lock:
@@ -131,7 +157,7 @@ class Store:
                     key=s.key,
                     lifetime=s.lifetime,
                     windows={name: window.totals(now) for name, window in s.windows.items()},
-                    config=self._configs.get(s.key.upstream, SpecConfig()),
+                    config=self._config_of(s.key.upstream),
                     last_update=s.last_update,
                     variant=s.variants.most_common(1)[0][0] if s.variants else "",
                 )
@@ -150,14 +176,27 @@ class Store:
                     truncations=stats.truncations,
                     last_success=stats.last_success,
                     last_spec_line=stats.last_spec_line,
+                    resets=stats.resets,
+                    scrape_duration=stats.scrape_duration,
+                    last_error=stats.last_error,
+                    extra_labels=dict(stats.extra_labels),
                 )
                 for upstream, stats in sorted(self._sources.items())
             )
-            return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped)
+            samples = tuple(sorted(self._samples.values(), key=lambda s: _sort_key(s.key)))
+            return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples)
+
+    def _config_of(self, upstream: str) -> SpecConfig:
+        """An upstream's config; a scrape target borrows what its paired log announced (method, draft)."""
+        own = self._configs.get(upstream, SpecConfig())
+        paired = self.pairs.get(upstream)
+        if paired is None:
+            return own
+        return self._configs.get(paired, SpecConfig()).merged(own)
 
     def config(self, upstream: str) -> SpecConfig:
         with self._lock:
-            return self._configs.get(upstream, SpecConfig())
+            return self._config_of(upstream)
 
 
 def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:

@@ -1,0 +1,184 @@
+"""Read the spec-decode families out of a server's /metrics payload, for every engine we know.
+
+A vLLM payload is 50–300 KB and we need a few dozen lines of it, so the text is first cut down
+by one regex pass to the lines of the spec-decode families (samples plus their HELP/TYPE), and
+only that is given to prometheus_client's parser. Samples are keyed by name, never by prefix
+(`…num_drafts` vs `…num_draft_tokens` is the classic bug of prefix matching).
+
+Engines (reference §3–§5):
+  vllm      vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}_total and
+            …_num_accepted_tokens_per_pos_total{position}; `_created` gauges mark restarts.
+            The V0 engine's counters are corrupt (incremented by cumulative totals), so for V0
+            only its gauges are read, as sampled values.
+  llamacpp  llamacpp:spec_decode_*: vLLM's schema, with or without `_total`.
+  trtllm    trtllm_spec_decode_num_{draft,accepted}_tokens_total, per position
+            trtllm_spec_decode_{drafted,accepted}_tokens_total{token_position} (drafts = drafted
+            at position 0), trtllm_speculative_config_info.
+  sglang    sglang:spec_accept_length / spec_accept_rate / spec_num_draft_tokens gauges:
+            snapshots of the last batch window, not counts — kept as sampled values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+ENGINES = ("vllm", "llamacpp", "trtllm", "sglang")
+
+_FAMILY_PREFIXES = {
+    "vllm": "vllm:spec_decode_",
+    "llamacpp": "llamacpp:spec_decode_",
+    "trtllm": "trtllm_spec",
+    "sglang": "sglang:spec_",
+}
+_KEEP = re.compile(
+    r"^(?:# (?:HELP|TYPE) )?(?:vllm:spec_decode_|llamacpp:spec_decode_|trtllm_spec|sglang:spec_)[^\n]*$",
+    re.MULTILINE,
+)
+
+
+class ExpositionError(ValueError):
+    """The payload is not Prometheus text exposition (HTML, JSON, garbage)."""
+
+
+@dataclass
+class CounterSet:
+    """Cumulative spec-decode counters of one model/engine as one scrape saw them."""
+
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_position: dict[int, float] = field(default_factory=dict)
+    created: dict[str, float] = field(default_factory=dict)  # counter name → its _created value
+
+
+@dataclass
+class ExpositionSnapshot:
+    """What one payload says: counters per (model_name, engine), sampled gauges, config labels."""
+
+    engine_kind: str | None
+    counters: dict[tuple[str, str], CounterSet] = field(default_factory=dict)
+    sampled: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.counters and not self.sampled
+
+
+def prefilter(text: str) -> str:
+    """Only the lines of spec-decode families (and their HELP/TYPE comments)."""
+    return "\n".join(_KEEP.findall(text)) + "\n"
+
+
+def detect_engine(text: str) -> str | None:
+    """Which server wrote this payload, judged by its spec-decode family names."""
+    for engine, prefix in _FAMILY_PREFIXES.items():
+        if prefix in text:
+            return engine
+    return None
+
+
+def _key(labels: dict[str, str]) -> tuple[str, str]:
+    model = labels.get("model_name", "unknown")
+    engine = labels.get("engine", labels.get("dp_rank", "0"))
+    return model, engine
+
+
+def parse_exposition(text: str, engine: str | None = None) -> ExpositionSnapshot:
+    """Parse the spec-decode part of a payload; ExpositionError if it is not text exposition."""
+    stripped = text.lstrip()[:64].lower()
+    if stripped.startswith(("<!doctype", "<html", "{", "[")):
+        raise ExpositionError("payload is HTML or JSON, not Prometheus text")
+    filtered = prefilter(text)
+    kind = engine or detect_engine(filtered)
+    snapshot = ExpositionSnapshot(engine_kind=kind)
+    if kind is None:
+        return snapshot
+    try:
+        families = list(text_string_to_metric_families(filtered))
+    except (ValueError, IndexError, KeyError) as error:
+        raise ExpositionError(f"unparsable exposition: {error}") from None
+    if kind == "vllm" and ("vllm:spec_decode_efficiency" in filtered or "vllm:spec_decode_num_emitted_tokens" in filtered):
+        snapshot.config["v0"] = "1"  # a V0 server: its counters are corrupt (sum-of-sums), only gauges count
+    reader = {"vllm": _read_vllm, "llamacpp": _read_vllm, "trtllm": _read_trtllm, "sglang": _read_sglang}[kind]
+    for family in families:
+        for sample in family.samples:
+            reader(snapshot, sample.name, sample.labels, sample.value)
+    return snapshot
+
+
+def _counter_name(name: str, prefix: str) -> str:
+    """`vllm:spec_decode_num_drafts_total` → `num_drafts`; `_created` kept as a suffix."""
+    base = name[len(prefix) :]
+    if base.endswith("_created"):
+        return base
+    return base.removesuffix("_total")
+
+
+def _read_vllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str], value: float) -> None:
+    for prefix in ("vllm:spec_decode_", "llamacpp:spec_decode_"):
+        if name.startswith(prefix):
+            break
+    else:
+        return
+    base = _counter_name(name, prefix)
+    key = _key(labels)
+    if base in ("draft_acceptance_rate", "efficiency"):  # V0 gauges, cumulative since start
+        sampled_name = "draft_acceptance_ratio" if base == "draft_acceptance_rate" else "system_efficiency_ratio"
+        snapshot.sampled.setdefault(key, {})[sampled_name] = value
+        return
+    if "v0" in snapshot.config:
+        return
+    counters = snapshot.counters.setdefault(key, CounterSet())
+    if base.endswith("_created"):
+        counters.created[base.removesuffix("_created") + ("_" + labels["position"] if "position" in labels else "")] = value
+    elif base == "num_drafts":
+        counters.drafts = value
+    elif base == "num_draft_tokens":
+        counters.draft_tokens = value
+    elif base == "num_accepted_tokens":
+        counters.accepted_tokens = value
+    elif base == "num_accepted_tokens_per_pos" and labels.get("position", "").isdigit():
+        counters.accepted_per_position[int(labels["position"])] = value
+
+
+def _read_trtllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str], value: float) -> None:
+    key = _key(labels)
+    if name == "trtllm_speculative_config_info":
+        snapshot.config.update({k: v for k, v in labels.items() if k != "model_name"})
+        return
+    if name.endswith("_created"):
+        snapshot.counters.setdefault(key, CounterSet()).created[name] = value
+        return
+    base = name.removeprefix("trtllm_spec_decode_").removesuffix("_total")
+    counters = snapshot.counters.setdefault(key, CounterSet())
+    position = labels.get("token_position")
+    if base == "num_draft_tokens":
+        counters.draft_tokens = value
+    elif base == "num_accepted_tokens":
+        counters.accepted_tokens = value
+    elif base == "drafted_tokens" and position == "0":
+        counters.drafts = value  # every draft has a position 0
+    elif base == "accepted_tokens" and position is not None and position.isdigit():
+        counters.accepted_per_position[int(position)] = value
+    elif base == "acceptance_length":
+        snapshot.sampled.setdefault(key, {})["mean_acceptance_length"] = value
+
+
+_SGLANG_GAUGES = {
+    "sglang:spec_accept_length": "mean_acceptance_length",
+    "sglang:spec_accept_rate": "draft_acceptance_ratio",
+    "sglang:spec_num_draft_tokens": "num_draft_tokens",
+}
+
+
+def _read_sglang(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str], value: float) -> None:
+    sampled_name = _SGLANG_GAUGES.get(name)
+    if sampled_name is None:
+        return
+    if labels.get("tp_rank", "0") != "0":  # one series per scheduler rank: TP ranks repeat the leader
+        return
+    snapshot.sampled.setdefault(_key(labels), {})[sampled_name] = value

@@ -1,0 +1,93 @@
+"""Turn consecutive /metrics scrapes of one target into Interval records (counter deltas).
+
+A restart shows as any counter lower than before, or as a changed `_created` value (a restart
+between two scrapes whose counters already regrew past the old values). Either starts a new
+baseline: the interval across the reset is dropped — it is never turned into a negative or a
+spike. A `position` series that appears later counts from zero only if it was created after the
+previous scrape; otherwise its first value is only a baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from exporter.parse.exposition import CounterSet
+from exporter.records import Interval, SeriesKey
+
+
+@dataclass
+class _Previous:
+    counters: CounterSet
+    at: float
+
+
+@dataclass
+class ScrapeDeltas:
+    """Per-target state: the previous scrape of each (model_name, engine)."""
+
+    upstream: str
+    variant: str = "vllm"
+    _previous: dict[tuple[str, str], _Previous] = field(default_factory=dict)
+    resets: int = 0
+
+    def update(self, counters: dict[tuple[str, str], CounterSet], at: float) -> list[Interval]:
+        """Intervals since the previous scrape, one per series that drafted anything."""
+        intervals = []
+        for key, now in counters.items():
+            previous = self._previous.get(key)
+            self._previous[key] = _Previous(now, at)
+            if previous is None:
+                continue  # first sight: a baseline
+            if _reset(previous.counters, now):
+                self.resets += 1
+                continue
+            interval = self._interval(key, previous, now, at)
+            if interval is not None:
+                intervals.append(interval)
+        return intervals
+
+    def _interval(self, key: tuple[str, str], previous: _Previous, now: CounterSet, at: float) -> Interval | None:
+        draft_tokens = _delta(previous.counters.draft_tokens, now.draft_tokens)
+        accepted = _delta(previous.counters.accepted_tokens, now.accepted_tokens)
+        if draft_tokens is None or accepted is None or draft_tokens <= 0:
+            return None
+        drafts = _delta(previous.counters.drafts, now.drafts)
+        positions = []
+        for position in range(max(now.accepted_per_position, default=-1) + 1):
+            before = previous.counters.accepted_per_position.get(position)
+            if before is None:
+                created = now.created.get(f"num_accepted_tokens_per_pos_{position}")
+                before = 0.0 if created is not None and created > previous.at else now.accepted_per_position.get(position, 0.0)
+            positions.append(int(round(now.accepted_per_position.get(position, before) - before)))
+        k = len(positions) or None
+        return Interval(
+            key=SeriesKey(upstream=self.upstream, model_name=key[0], engine=key[1], source="metrics"),
+            end=at,
+            start=previous.at,
+            seconds=at - previous.at,
+            draft_tokens=int(round(draft_tokens)),
+            accepted_tokens=int(round(accepted)),
+            drafts=None if drafts is None else int(round(drafts)),
+            drafts_range=None if drafts is None else (int(round(drafts)),) * 2,
+            accepted_per_position=tuple(positions),
+            k=k,
+            variant=self.variant,
+        )
+
+
+def _delta(before: float | None, now: float | None) -> float | None:
+    if before is None or now is None:
+        return None
+    return now - before
+
+
+def _reset(before: CounterSet, now: CounterSet) -> bool:
+    pairs = [
+        (before.drafts, now.drafts),
+        (before.draft_tokens, now.draft_tokens),
+        (before.accepted_tokens, now.accepted_tokens),
+        *((before.accepted_per_position.get(p), v) for p, v in now.accepted_per_position.items()),
+    ]
+    if any(b is not None and n is not None and n < b for b, n in pairs):
+        return True
+    return any(name in before.created and before.created[name] != value for name, value in now.created.items())

@@ -1,0 +1,247 @@
+"""The scrape source: poll the /metrics of every target with httpx, in its own thread and event loop.
+
+Each cycle scrapes all targets concurrently. A scrape is bounded in time (`timeout`, the whole
+request, not per read) and size (`max_bytes`, checked while streaming); redirects are not followed
+and proxy variables are ignored, so no request goes anywhere but the configured target (and its
+`/version`, once, for vLLM). A failed scrape marks the target down with its reason — refused,
+timeout, http_status, too_large, unparsable, no_spec_families, transport — and never produces an
+acceptance value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from exporter import __version__
+from exporter.parse.exposition import ExpositionError, ExpositionSnapshot, parse_exposition
+from exporter.records import SampledValues, SeriesKey, SpecConfig
+from exporter.scrape_intervals import ScrapeDeltas
+from exporter.sources.targets import Target, TargetsFile
+from exporter.store import SourceStats, Store
+
+log = logging.getLogger(__name__)
+
+SOURCE_KIND = "metrics"
+ACCEPT = "text/plain;version=0.0.4;q=1.0,*/*;q=0.1"
+
+
+class ScrapeFailure(Exception):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(detail or reason)
+        self.reason = reason
+
+
+@dataclass
+class _TargetState:
+    deltas: ScrapeDeltas
+    version: str | None = None
+    version_for_reset: int = -1  # /version is asked again after each restart
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class ScrapeSource:
+    """Scrapes the configured targets every `interval` seconds until stopped."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        targets: Sequence[Target] = (),
+        targets_file: str | None = None,
+        interval: float = 5.0,
+        timeout: float = 3.0,
+        max_bytes: int = 16 << 20,
+        engine: str | None = None,
+        concurrency: int = 64,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.static_targets = list(targets)
+        self.targets_file = TargetsFile(targets_file) if targets_file else None
+        self.interval = interval
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.engine = engine
+        self.concurrency = concurrency
+        self.clock = clock
+        self._states: dict[str, _TargetState] = {}
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self.cycles = 0
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="scrape-source", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout + 5)
+        if self.targets_file is not None:
+            self.targets_file.close()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        async with self.client() as client:
+            while not self._stopping.is_set():
+                started = time.monotonic()
+                try:
+                    await self.scrape_all(client)
+                except Exception:  # a bug must not end scraping: log it and go on
+                    log.exception("scrape cycle failed")
+                remaining = self.interval - (time.monotonic() - started)
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), timeout=max(remaining, 0.0))
+                except asyncio.TimeoutError:
+                    pass
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout),
+            follow_redirects=False,
+            trust_env=False,  # no proxy from the environment: requests go to the target itself
+            headers={"Accept": ACCEPT, "Accept-Encoding": "gzip", "User-Agent": f"specdecode-exporter/{__version__}"},
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+        )
+
+    # --- one cycle ---------------------------------------------------------------------------
+
+    def current_targets(self) -> list[Target]:
+        targets = list(self.static_targets)
+        if self.targets_file is not None:
+            targets += self.targets_file.current()
+        unique: dict[str, Target] = {}
+        for target in targets:
+            unique.setdefault(target.url, target)
+        return list(unique.values())
+
+    async def scrape_all(self, client: httpx.AsyncClient) -> None:
+        targets = self.current_targets()
+        wanted = {target.url for target in targets}
+        for url in [url for url in self._states if url not in wanted]:
+            del self._states[url]
+            self.store.forget(url)  # left the targets file: no longer ours to report
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def bounded(target: Target) -> None:
+            async with limit:
+                await self.scrape_target(client, target)
+
+        await asyncio.gather(*(bounded(target) for target in targets))
+        self.cycles += 1
+
+    async def scrape_target(self, client: httpx.AsyncClient, target: Target) -> None:
+        state = self._states.get(target.url)
+        if state is None:
+            state = self._states[target.url] = _TargetState(ScrapeDeltas(target.url))
+        state.labels = dict(target.labels)
+        started, now = time.monotonic(), self.clock()
+        try:
+            text = await asyncio.wait_for(self._fetch(client, target.url), self.timeout)
+            snapshot = parse_exposition(text, self.engine)
+            if snapshot.empty:
+                raise ScrapeFailure("no_spec_families")
+        except ScrapeFailure as failure:
+            self._failed(target.url, failure.reason, str(failure), time.monotonic() - started, state)
+            return
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            self._failed(target.url, "timeout", f"no complete answer within {self.timeout}s", time.monotonic() - started, state)
+            return
+        except httpx.ConnectError as error:
+            self._failed(target.url, "refused", str(error) or "connection refused", time.monotonic() - started, state)
+            return
+        except httpx.HTTPError as error:
+            self._failed(target.url, "transport", str(error) or type(error).__name__, time.monotonic() - started, state)
+            return
+        except ExpositionError as error:
+            self._failed(target.url, "unparsable", str(error), time.monotonic() - started, state)
+            return
+        await self._record(client, target.url, state, snapshot, now, time.monotonic() - started)
+
+    async def _fetch(self, client: httpx.AsyncClient, url: str) -> str:
+        async with client.stream("GET", url) as response:
+            if response.status_code != 200:
+                raise ScrapeFailure("http_status", f"HTTP {response.status_code}")
+            if "text/html" in response.headers.get("content-type", ""):
+                raise ScrapeFailure("unparsable", "an HTML page, not metrics")
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise ScrapeFailure("too_large", f"{declared} bytes > {self.max_bytes}")
+            size, chunks = 0, []
+            async for chunk in response.aiter_bytes():  # decoded: the cap applies after gunzip too
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise ScrapeFailure("too_large", f"more than {self.max_bytes} bytes")
+                chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+
+    def _failed(self, url: str, reason: str, detail: str, duration: float, state: _TargetState) -> None:
+        log.debug("scrape failed target=%s reason=%s detail=%s", url, reason, detail)
+
+        def update(stats: SourceStats) -> None:
+            stats.up = False
+            stats.problems[reason] += 1
+            stats.last_error = f"{reason}: {detail}"
+            stats.scrape_duration = duration
+            stats.extra_labels = state.labels
+
+        self.store.update_source(url, update, kind=SOURCE_KIND)
+
+    async def _record(
+        self, client: httpx.AsyncClient, url: str, state: _TargetState, snapshot: ExpositionSnapshot, now: float, duration: float
+    ) -> None:
+        state.deltas.variant = snapshot.engine_kind or "unknown"
+        for interval in state.deltas.update(snapshot.counters, now):
+            self.store.record_interval(interval)
+        for (model, engine), values in snapshot.sampled.items():
+            key = SeriesKey(upstream=url, model_name=model, engine=engine, source=SOURCE_KIND)
+            self.store.record_sample(SampledValues(key, now, tuple(sorted(values.items())), snapshot.engine_kind or ""))
+        if snapshot.engine_kind == "vllm" and state.version_for_reset != state.deltas.resets:
+            state.version_for_reset = state.deltas.resets
+            state.version = await self._version(client, url)
+        self.store.record_config(url, _config(snapshot, state.version))
+
+        def update(stats: SourceStats) -> None:
+            stats.up = True
+            stats.last_success = now
+            stats.scrape_duration = duration
+            stats.resets = state.deltas.resets
+            stats.last_error = None
+            stats.extra_labels = state.labels
+            stats.variants[snapshot.engine_kind or "unknown"] += 1
+
+        self.store.update_source(url, update, kind=SOURCE_KIND)
+
+    async def _version(self, client: httpx.AsyncClient, url: str) -> str | None:
+        """vLLM's `GET /version` on the target's own host and port."""
+        parts = urlsplit(url)
+        try:
+            response = await asyncio.wait_for(client.get(urlunsplit((parts.scheme, parts.netloc, "/version", "", ""))), self.timeout)
+            version = response.json().get("version") if response.status_code == 200 else None
+        except (httpx.HTTPError, asyncio.TimeoutError, ValueError, AttributeError):
+            return None
+        return str(version) if version else None
+
+
+def _config(snapshot: ExpositionSnapshot, version: str | None) -> SpecConfig:
+    """What /metrics tells of the speculative config: k = number of position series."""
+    positions = max((len(c.accepted_per_position) for c in snapshot.counters.values()), default=0)
+    labels = snapshot.config
+    method = next((labels[k] for k in ("method", "decoding_type", "spec_dec_mode", "speculative_decoding_mode") if k in labels), None)
+    k_text = next((labels[k] for k in ("num_speculative_tokens", "max_draft_len", "max_draft_tokens") if k in labels), None)
+    draft = next((labels[k] for k in ("draft_model", "speculative_model", "speculative_model_dir") if k in labels), None)
+    k = int(k_text) if k_text and k_text.isdigit() else (positions or None)
+    return SpecConfig(method=method, num_speculative_tokens=k, draft_model=draft, server_version=version)

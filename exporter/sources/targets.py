@@ -1,0 +1,132 @@
+"""Scrape targets: `--target URL` flags and a Prometheus `file_sd` file, reloaded when it changes.
+
+file_sd (JSON or YAML) is a list of groups `{"targets": ["host:port", …], "labels": {…}}`; the
+`__scheme__` and `__metrics_path__` labels set the URL as Prometheus does, other `__` labels are
+dropped, and the rest are exported on `specdecode_target_info`. Only the URLs built from these
+two places are ever requested.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import yaml
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+log = logging.getLogger(__name__)
+
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+class TargetsError(ValueError):
+    """A target or targets file that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def target_from_url(url: str) -> Target:
+    """`http://host:port/metrics` (a bare `host:port` gets http:// and /metrics)."""
+    if "://" not in url:
+        url = f"http://{url}/metrics"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetsError(f"--target: not an http(s) URL: {url!r}")
+    return Target(url=url)
+
+
+def parse_targets_file(text: str, source: str) -> list[Target]:
+    """Targets from file_sd JSON or YAML text."""
+    try:
+        groups = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as error:
+        raise TargetsError(f"{source}: not valid JSON/YAML: {error}") from None
+    if groups is None:
+        return []
+    if not isinstance(groups, list):
+        raise TargetsError(f"{source}: expected a list of {{targets, labels}} groups")
+    targets = []
+    for index, group in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("targets", []), list):
+            raise TargetsError(f"{source}: group {index} needs a `targets` list")
+        labels = group.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise TargetsError(f"{source}: group {index}: `labels` must be a mapping")
+        scheme = str(labels.get("__scheme__", "http"))
+        path = str(labels.get("__metrics_path__", "/metrics"))
+        kept = {str(k): str(v) for k, v in labels.items() if not str(k).startswith("__") and _LABEL_NAME.match(str(k))}
+        for address in group.get("targets", []):
+            address = str(address)
+            if "://" in address or "/" in address:
+                raise TargetsError(f"{source}: group {index}: target {address!r} must be host:port")
+            targets.append(Target(url=f"{scheme}://{address}{path}", labels=kept))
+    return targets
+
+
+class TargetsFile:
+    """A file_sd file: `current()` re-reads it only when a file event or its mtime says it changed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._changed = threading.Event()
+        self._changed.set()
+        self._mtime: float | None = None
+        self._targets: list[Target] = []
+        self.errors = 0
+        self._observer = Observer()
+        directory = os.path.dirname(os.path.abspath(path))
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(inner, event: FileSystemEvent) -> None:  # noqa: N805
+                self._changed.set()
+
+        if os.path.isdir(directory):
+            self._observer.schedule(_Handler(), directory, recursive=False)
+            self._observer.daemon = True
+            self._observer.start()
+
+    def close(self) -> None:
+        if self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join(timeout=5)
+
+    def current(self) -> list[Target]:
+        """The targets now; the last good list is kept while the file is missing or broken."""
+        try:
+            mtime = os.stat(self.path).st_mtime
+        except OSError:
+            return self._targets
+        if not self._changed.is_set() and mtime == self._mtime:
+            return self._targets
+        self._changed.clear()
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                targets = parse_targets_file(handle.read(), self.path)
+        except (OSError, TargetsError) as error:
+            self.errors += 1
+            log.warning("targets file not reloaded, keeping the last good one path=%s error=%s", self.path, error)
+            return self._targets
+        self._mtime = mtime
+        if [t.url for t in targets] != [t.url for t in self._targets]:
+            log.info("targets reloaded path=%s targets=%d", self.path, len(targets))
+        self._targets = targets
+        return targets
+
+
+def default_pairs(logs: Sequence[str], target_urls: Sequence[str]) -> dict[str, str]:
+    """One log file (or stdin) and one target: the usual sidecar of one server, so the same server."""
+    if len(logs) == 1 and len(target_urls) == 1 and not glob.has_magic(logs[0]):
+        return {target_urls[0]: logs[0]}
+    return {}
