@@ -67,7 +67,7 @@ def create_app(store: Store, settings: DeriveSettings, sources: Sequence[Source]
 
 
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:
-    report = snapshot_report(store.snapshot(), settings, store.window_seconds)
+    report = snapshot_report(store.snapshot(), settings, store.window_seconds, store.pairs)
     report["version"] = VERSION
     return report
 

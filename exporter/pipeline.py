@@ -88,6 +88,7 @@ def _add(  # type: ignore[no-untyped-def]
     count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int
 ):
     def update(stats: SourceStats) -> None:
+        stats.up = True  # lines were just read from it
         stats.resets = restarts
         stats.lines += count
         stats.spec_lines += spec

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from exporter.config import DeriveSettings
+from exporter.crosscheck import cross_check
 from exporter.derive import Derived, derive
 from exporter.store import SeriesSnapshot, Snapshot
 from exporter.verdict import verdict
@@ -98,11 +99,48 @@ def _baseline(series: SeriesSnapshot, span: str, cost: float) -> Derived | None:
     return derive(series.windows[longest], cost)
 
 
-def snapshot_report(snapshot: Snapshot, settings: DeriveSettings, spans: Mapping[str, float] | None = None) -> dict[str, Any]:
+def snapshot_report(
+    snapshot: Snapshot,
+    settings: DeriveSettings,
+    spans: Mapping[str, float] | None = None,
+    pairs: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """All series (over their lifetime, or over each window in `spans`) plus source counters."""
-    names = ["lifetime"] if not spans else list(spans)
+    names = ["lifetime"] if not spans else sorted(spans, key=parse_duration)
+    up = {source.upstream: source.up for source in snapshot.sources}
+    series = [series_report(s, settings, span=name) for s in snapshot.series for name in names]
+    for entry in series:
+        entry["source_up"] = up.get(entry["upstream"])
     return {
-        "series": [series_report(s, settings, span=name) for s in snapshot.series for name in names],
+        "series": series,
+        "sampled": [
+            {
+                "upstream": sample.key.upstream,
+                "source": sample.key.source,
+                "model_name": sample.key.model_name,
+                "engine": sample.key.engine,
+                "format": sample.variant or None,
+                "at": sample.at,
+                "values": dict(sample.values),
+                "note": "sampled: the server's own snapshot of its last batch window, not counts; never pooled",
+            }
+            for sample in snapshot.samples
+        ],
+        "cross_check": [
+            {
+                "metrics_upstream": gap.metrics_upstream,
+                "log_upstream": gap.log_upstream,
+                "model_name": gap.model_name,
+                "engine": gap.engine,
+                "window": gap.window,
+                "quantity": gap.quantity,
+                "log": round(gap.log_value, 6),
+                "metrics": round(gap.metrics_value, 6),
+                "relative_difference": round(gap.relative_difference, 6),
+                "agree": gap.agree,
+            }
+            for gap in cross_check(snapshot, pairs or {})
+        ],
         "parse_errors": _merged(source.problems for source in snapshot.sources),
         "lines_read": sum(source.lines for source in snapshot.sources),
         "spec_lines": sum(source.spec_lines for source in snapshot.sources),
@@ -119,6 +157,10 @@ def snapshot_report(snapshot: Snapshot, settings: DeriveSettings, spans: Mapping
                 "truncations": source.truncations,
                 "last_success": source.last_success,
                 "last_spec_line": source.last_spec_line,
+                "last_error": source.last_error,
+                "server_restarts": source.resets,
+                "scrape_duration_seconds": source.scrape_duration,
+                "labels": dict(source.extra_labels),
             }
             for source in snapshot.sources
         ],

@@ -1,0 +1,101 @@
+"""Real HTTP servers on loopback that play scrape targets: captured /metrics in sequence, and faults.
+
+They stand in for a GPU vLLM, which cannot run here, by serving its captured payloads byte for
+byte (gzipped when the client asks, as prometheus_client does).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Responder = Callable[[BaseHTTPRequestHandler], None]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    responder: Responder
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.server.responder(self)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
+        return
+
+
+@contextmanager
+def http_server(responder: Responder) -> Iterator[str]:
+    """Serve `responder` on a free loopback port; yield the base URL."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.responder = responder
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def send(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str) -> None:
+    if "gzip" in handler.headers.get("Accept-Encoding", "") and status == 200:
+        body = gzip.compress(body)
+        encoding = "gzip"
+    else:
+        encoding = ""
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    if encoding:
+        handler.send_header("Content-Encoding", encoding)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class MetricsSequence:
+    """GET /metrics answers the next payload each time (the last one repeats); /version like vLLM."""
+
+    def __init__(self, payloads: list[str], version: str = "0.24.0") -> None:
+        self.payloads = payloads
+        self.version = version
+        self.served = 0
+        self.lock = threading.Lock()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.served >= len(self.payloads)
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        if handler.path == "/version":
+            send(handler, 200, json.dumps({"version": self.version}).encode(), "application/json")
+            return
+        with self.lock:
+            payload = self.payloads[min(self.served, len(self.payloads) - 1)]
+            self.served += 1
+        send(handler, 200, payload.encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+
+def status(code: int) -> Responder:
+    return lambda handler: send(handler, code, b"internal error\n", "text/plain")
+
+
+def html_page(handler: BaseHTTPRequestHandler) -> None:
+    send(handler, 200, b"<!DOCTYPE html><html><body>Sign in</body></html>", "text/html; charset=utf-8")
+
+
+def huge(size: int) -> Responder:
+    body = (b"# filler comment line to make the payload large\n" * (size // 48 + 1))[:size]
+    return lambda handler: send(handler, 200, body, "text/plain; version=0.0.4")
+
+
+def hanging(release: threading.Event) -> Responder:
+    """Accept the request and answer nothing until the test ends."""
+    return lambda handler: release.wait(timeout=60)

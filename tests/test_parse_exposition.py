@@ -1,0 +1,143 @@
+"""The exposition parser: the real vLLM capture, fixtures for the other engines, deltas and resets."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import CAPTURE, GOLDEN
+from exporter.parse.exposition import CounterSet, ExpositionError, detect_engine, parse_exposition, prefilter
+from exporter.scrape_intervals import ScrapeDeltas
+from exporter.sources.targets import TargetsError, parse_targets_file, target_from_url
+
+FIXTURES = GOLDEN / "exposition"
+
+
+def test_real_vllm_snapshot():
+    snapshot = parse_exposition((CAPTURE / "metrics" / "112_final.prom").read_text())
+    assert snapshot.engine_kind == "vllm"
+    counters = snapshot.counters[("target", "0")]
+    assert (counters.drafts, counters.draft_tokens, counters.accepted_tokens) == (25132, 201056, 78455)
+    assert counters.accepted_per_position == {0: 15453, 1: 11397, 2: 10172, 3: 9343, 4: 8708, 5: 8233, 6: 7792, 7: 7357}
+    assert counters.created["num_drafts"] == pytest.approx(1796199577.5018158)
+
+
+def test_prefilter_keeps_only_spec_decode_families():
+    text = (CAPTURE / "metrics" / "112_final.prom").read_text()
+    kept = prefilter(text).splitlines()
+    assert kept and all("spec_decode" in line for line in kept)
+    assert len(kept) < len(text.splitlines()) / 5
+
+
+def test_sglang_gauges_are_sampled_values_of_the_leader_rank():
+    snapshot = parse_exposition((FIXTURES / "sglang.prom").read_text())
+    assert snapshot.engine_kind == "sglang" and snapshot.counters == {}
+    assert snapshot.sampled == {
+        ("Qwen/Qwen3-8B", "0"): {"mean_acceptance_length": 3.21, "draft_acceptance_ratio": 0.55, "num_draft_tokens": 4.0}
+    }
+
+
+def test_llamacpp_uses_vllms_schema_without_total_suffix():
+    snapshot = parse_exposition((FIXTURES / "llamacpp.prom").read_text())
+    assert snapshot.engine_kind == "llamacpp"
+    counters = snapshot.counters[("unknown", "0")]
+    assert (counters.drafts, counters.draft_tokens, counters.accepted_tokens) == (1200, 4800, 2100)
+    assert counters.accepted_per_position == {0: 900, 1: 650, 2: 400, 3: 150}
+
+
+def test_trtllm_counters_positions_and_config():
+    snapshot = parse_exposition((FIXTURES / "trtllm.prom").read_text())
+    assert snapshot.engine_kind == "trtllm"
+    counters = snapshot.counters[("llama-3.1-8b", "0")]
+    # drafts = drafted tokens at position 0; the near-identical per-position name is not the total
+    assert (counters.drafts, counters.draft_tokens, counters.accepted_tokens) == (3000, 9000, 5400)
+    assert counters.accepted_per_position == {0: 2400, 1: 1800, 2: 1200}
+    assert snapshot.sampled[("llama-3.1-8b", "0")] == {"mean_acceptance_length": 2.8}
+    assert snapshot.config["decoding_type"] == "Eagle3" and snapshot.config["max_draft_len"] == "3"
+
+
+def test_vllm_v0_counters_are_ignored_and_gauges_sampled():
+    snapshot = parse_exposition((FIXTURES / "vllm-v0.prom").read_text())
+    assert snapshot.counters == {}
+    assert snapshot.sampled[("meta-llama/Llama-2-7b", "0")] == {"draft_acceptance_ratio": 0.642, "system_efficiency_ratio": 0.598}
+
+
+@pytest.mark.parametrize("payload", ["<!DOCTYPE html><html><body>login</body></html>", '{"error": "nope"}'])
+def test_html_and_json_are_unparsable(payload):
+    with pytest.raises(ExpositionError):
+        parse_exposition(payload)
+
+
+def test_garbage_in_spec_families_is_unparsable_and_no_families_is_empty():
+    with pytest.raises(ExpositionError):
+        parse_exposition('vllm:spec_decode_num_drafts_total{engine="0" 12 13 14\n')
+    assert parse_exposition("# HELP up x\n# TYPE up gauge\nup 1\n").empty
+
+
+def test_engine_detection_and_forcing():
+    assert detect_engine("vllm:spec_decode_num_drafts_total 1") == "vllm"
+    assert detect_engine("process_cpu_seconds_total 1") is None
+
+
+def counters(drafts: float, tokens: float, accepted: float, positions: dict[int, float], created: float = 100.0) -> dict:
+    return {("m", "0"): CounterSet(drafts, tokens, accepted, positions, {"num_drafts": created})}
+
+
+def test_deltas_become_intervals_and_the_first_scrape_is_a_baseline():
+    deltas = ScrapeDeltas("http://t/metrics")
+    assert deltas.update(counters(10, 40, 20, {0: 8, 1: 6}), at=1000) == []
+    (interval,) = deltas.update(counters(30, 120, 50, {0: 24, 1: 16}), at=1005)
+    assert (interval.drafts, interval.draft_tokens, interval.accepted_tokens) == (20, 80, 30)
+    assert interval.accepted_per_position == (16, 10)
+    assert interval.seconds == 5 and interval.key.source == "metrics"
+
+
+def test_a_drop_or_a_changed_created_is_a_restart_not_a_spike():
+    deltas = ScrapeDeltas("http://t/metrics")
+    deltas.update(counters(100, 400, 200, {0: 80}), at=1000)
+    assert deltas.update(counters(5, 20, 10, {0: 4}), at=1005) == []  # dropped: a restart
+    # restarted between scrapes and already grew past the old values: only _created tells
+    assert deltas.update(counters(200, 800, 400, {0: 160}, created=2000.0), at=1010) == []
+    assert deltas.resets == 2
+    (interval,) = deltas.update(counters(210, 840, 420, {0: 168}, created=2000.0), at=1015)
+    assert interval.drafts == 10 and interval.accepted_tokens == 20
+
+
+def test_idle_scrapes_give_no_interval():
+    deltas = ScrapeDeltas("http://t/metrics")
+    deltas.update(counters(10, 40, 20, {0: 8}), at=1000)
+    assert deltas.update(counters(10, 40, 20, {0: 8}), at=1005) == []
+
+
+def test_a_position_that_appears_later():
+    deltas = ScrapeDeltas("http://t/metrics")
+    deltas.update(counters(10, 40, 20, {0: 8}), at=1000)
+    grown = counters(20, 80, 40, {0: 16, 1: 5})
+    grown[("m", "0")].created["num_accepted_tokens_per_pos_1"] = 1002.0  # created after the last scrape
+    (interval,) = deltas.update(grown, at=1005)
+    assert interval.accepted_per_position == (8, 5)
+    old = counters(30, 120, 60, {0: 24, 1: 9, 2: 7})  # position 2 existed before we saw it: baseline
+    (interval,) = deltas.update(old, at=1010)
+    assert interval.accepted_per_position == (8, 4, 0)
+
+
+def test_file_sd_json_and_yaml():
+    json_text = '[{"targets": ["127.0.0.1:8000", "127.0.0.1:8001"], "labels": {"cluster": "a", "__metrics_path__": "/m", "__x": "y"}}]'
+    targets = parse_targets_file(json_text, "t.json")
+    assert [t.url for t in targets] == ["http://127.0.0.1:8000/m", "http://127.0.0.1:8001/m"]
+    assert targets[0].labels == {"cluster": "a"}
+    yaml_text = "- targets: ['127.0.0.1:9000']\n  labels:\n    __scheme__: https\n"
+    assert [t.url for t in parse_targets_file(yaml_text, "t.yml")] == ["https://127.0.0.1:9000/metrics"]
+
+
+@pytest.mark.parametrize(
+    "text", ["{not json", '{"targets": []}', '[{"targets": "x"}]', '[{"targets": ["http://a:1/metrics"]}]']
+)
+def test_bad_targets_files_are_errors(text):
+    with pytest.raises(TargetsError):
+        parse_targets_file(text, "t.json")
+
+
+def test_target_urls():
+    assert target_from_url("127.0.0.1:8000").url == "http://127.0.0.1:8000/metrics"
+    with pytest.raises(TargetsError):
+        target_from_url("ftp://x/metrics")
