@@ -6,9 +6,9 @@ its lifespan, so a test can run the whole sidecar in-process or as a subprocess 
 
 from __future__ import annotations
 
-import html
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from importlib import resources
 from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
@@ -20,6 +20,15 @@ from exporter.config import DeriveSettings
 from exporter.export import VERSION, SpecDecodeCollector
 from exporter.report import snapshot_report
 from exporter.store import Store
+
+
+TIMELINE_POINTS = 180
+STATIC_FILES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+
+
+def _asset(name: str) -> str:
+    """A file of the status page, shipped inside the package (no CDN: the page works offline)."""
+    return (resources.files("exporter") / "web" / name).read_text(encoding="utf-8")
 
 
 class Source(Protocol):
@@ -61,41 +70,22 @@ def create_app(store: Store, settings: DeriveSettings, sources: Sequence[Source]
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> HTMLResponse:
-        return HTMLResponse(_index_page(_status(store, settings)))
+        return HTMLResponse(_asset("index.html"))
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        media_type = STATIC_FILES.get(name)
+        if media_type is None:
+            return PlainTextResponse("not found\n", status_code=404)
+        return Response(_asset(name), media_type=media_type, headers={"Cache-Control": "no-cache"})
 
     return app
 
 
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:
-    report = snapshot_report(store.snapshot(), settings, store.window_seconds, store.pairs)
+    report = snapshot_report(store.snapshot(timeline_points=TIMELINE_POINTS), settings, store.window_seconds, store.pairs)
+    report["health_window"] = settings.health_window if settings.health_window in store.window_seconds else (
+        min(store.window_seconds, key=store.window_seconds.__getitem__) if store.window_seconds else None
+    )
     report["version"] = VERSION
     return report
-
-
-def _index_page(status: dict[str, Any]) -> str:
-    """A plain page until the status-page issue lands: per series and window, the key numbers."""
-    rows = []
-    for s in status["series"]:
-        length = s["mean_acceptance_length"]
-        rates = ", ".join(f"{r:.2f}" for r in s["position_acceptance"])
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(cell))}</td>"
-                for cell in (
-                    s["model_name"], s["engine"], s["upstream"], s["window"], s["health"],
-                    "—" if length is None else f"{length:.2f}", rates or "—",
-                    s["recommended_speculative_tokens"] if s["recommended_speculative_tokens"] is not None else "—",
-                )
-            )
-            + "</tr>"
-        )
-    body = "".join(rows) or '<tr><td colspan="8">no spec-decode data yet</td></tr>'
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>specdecode-exporter</title></head><body>"
-        f"<h1>specdecode-exporter {html.escape(VERSION)}</h1>"
-        "<p><a href='/metrics'>/metrics</a> · <a href='/api/v1/status'>/api/v1/status</a></p>"
-        "<table border='1' cellpadding='4'><tr><th>model</th><th>engine</th><th>upstream</th><th>window</th>"
-        "<th>health</th><th>L</th><th>per-position</th><th>recommended k</th></tr>"
-        f"{body}</table></body></html>"
-    )

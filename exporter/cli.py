@@ -47,6 +47,8 @@ def _derive_options(func):  # type: ignore[no-untyped-def]
 def main(log_level: str) -> None:
     """Is speculative decoding paying off? Metrics, verdicts and advice from vLLM logs."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # one line per HTTP request is noise at INFO; failures show in our own metrics and logs
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 @main.command()
@@ -154,6 +156,104 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
             poll_interval=poll_interval, model_name=model_name, max_line_bytes=max_line_bytes,
             max_series=max_series, derive=derive_settings,
         )
+    )
+
+
+def _scenario(name: str, k: int | None, rates: str | None, drop_after: float | None, restart_after: float | None,
+              drafts_per_second: float | None):  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from exporter.simulate.scenarios import SCENARIOS
+
+    scenario = SCENARIOS[name]
+    changes: dict[str, object] = {}
+    if rates:
+        try:
+            changes["rates"] = tuple(float(part) for part in rates.split(","))
+        except ValueError:
+            raise click.BadParameter(f"expected comma-separated rates like 0.8,0.6,0.4, got {rates!r}", param_hint="--rates") from None
+        if any(not 0 <= r <= 1 for r in changes["rates"]):  # type: ignore[attr-defined]
+            raise click.BadParameter("rates must lie in 0..1", param_hint="--rates")
+    if k is not None:
+        current = changes.get("rates", scenario.rates)
+        changes["rates"] = tuple(current[:k]) + (0.0,) * max(0, k - len(current))  # type: ignore[index, arg-type]
+    if drop_after is not None:
+        changes["drop_after"] = drop_after
+    if restart_after is not None:
+        changes["restart_after"] = restart_after
+    if drafts_per_second is not None:
+        changes["drafts_per_second"] = drafts_per_second
+    return replace(scenario, **changes)
+
+
+def _scenario_options(default: str):  # type: ignore[no-untyped-def]
+    from exporter.simulate.scenarios import SCENARIOS
+
+    def decorate(func):  # type: ignore[no-untyped-def]
+        func = option("--drafts-per-second", type=click.FloatRange(min=0.1), help="Drafts per second per engine.")(func)
+        func = option("--restart-after", type=click.FloatRange(min=0.1), help="Seconds (simulated) until the server restarts.")(func)
+        func = option("--drop-after", type=click.FloatRange(min=0.1), help="Seconds (simulated) until acceptance drops (drop-off).")(func)
+        func = option("--rates", help="Per-position acceptance curve r_0,r_1,… (sets k).")(func)
+        func = option("--k", type=click.IntRange(min=1, max=64), help="num_speculative_tokens (curve truncated or padded with 0).")(func)
+        func = option("--seed", type=int, default=0, show_default=True, help="Seed: the same seed gives the same run.")(func)
+        func = option("--speed", type=click.FloatRange(min=0.1, max=1000), default=1.0, show_default=True, help="Simulated seconds per real second.")(func)
+        func = option("--scenario", type=click.Choice(sorted(SCENARIOS)), default=default, show_default=True, help="What the simulated drafter does.")(func)
+        return func
+
+    return decorate
+
+
+@main.command()
+@_scenario_options("drop-off")
+@option("--listen", default="127.0.0.1:8000", show_default=True, help="host:port of the simulated vLLM API server.")
+@option("--log-file", help="Write the vLLM log here (default: standard output).")
+@option("--log-format", "log_layout", type=click.Choice(["V1-e", "V1-d", "V1-c", "V1-b", "V0-b"]), default="V1-e", show_default=True, help="vLLM log layout to write.")
+@option("--log-interval", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="VLLM_LOG_STATS_INTERVAL: seconds between stats lines.")
+@option("--engines", type=click.IntRange(min=1, max=64), default=1, show_default=True, help="Data-parallel engines.")
+@option("--duration", type=click.FloatRange(min=0.1), help="Stop after this many simulated seconds.")
+def simulate(scenario: str, speed: float, seed: int, k: int | None, rates: str | None, drop_after: float | None,
+             restart_after: float | None, drafts_per_second: float | None, listen: str, log_file: str | None,
+             log_layout: str, log_interval: float, engines: int, duration: float | None) -> None:
+    """A vLLM server with speculative decoding, simulated: real-format log and /metrics, no GPU."""
+    from exporter.simulate.runner import Simulation
+    from exporter.simulate.server import SimulatedServer
+
+    try:
+        host, port = parse_listen(listen)
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from None
+    chosen = _scenario(scenario, k, rates, drop_after, restart_after, drafts_per_second)
+    server = SimulatedServer(chosen, engines=engines, seed=seed, log_interval=log_interval, log_format=log_layout)
+    if log_file:
+        click.echo(f"simulated vLLM ({chosen.name}) on http://{host}:{port}/metrics, log {log_file}", err=True)
+    Simulation(server, log_path=log_file, host=host, port=port, speed=speed, duration=duration).run_until_interrupted()
+
+
+@main.command()
+@_scenario_options("drop-off")
+@option("--listen", default="127.0.0.1:9847", show_default=True, help="host:port of the sidecar (status page, /metrics).")
+@option("--sim-listen", default="127.0.0.1:0", show_default=True, help="host:port of the simulated vLLM (port 0: any free port).")
+@option("--log-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds between the simulated server's stats lines.")
+@option("--window", "windows", multiple=True, default=("1m", "5m", "1h"), show_default=True, help="Windows of the gauges; repeatable or comma-separated.")
+@option("--health-window", default="1m", show_default=True, help="Window the verdict judges; the longest window is its baseline.")
+def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | None, drop_after: float | None,
+         restart_after: float | None, drafts_per_second: float | None, listen: str, sim_listen: str, log_interval: float,
+         windows: tuple[str, ...], health_window: str) -> None:
+    """Zero-setup demo: a simulated vLLM, the sidecar reading its log and /metrics, the status page."""
+    from exporter.demo import run_demo
+
+    try:
+        parse_listen(listen)
+        sim_host, sim_port = parse_listen(sim_listen) if not sim_listen.endswith(":0") else (sim_listen.rpartition(":")[0], 0)
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from None
+    window_map = _windows(windows)
+    if health_window not in window_map:
+        raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
+    chosen = _scenario(scenario, k, rates, drop_after, restart_after, drafts_per_second)
+    run_demo(
+        chosen, listen=listen, sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval,
+        speed=speed, windows=window_map, health_window=health_window,
     )
 
 

@@ -13,7 +13,7 @@ from exporter.config import DeriveSettings
 from exporter.crosscheck import cross_check
 from exporter.derive import Derived, derive
 from exporter.store import SeriesSnapshot, Snapshot
-from exporter.verdict import verdict
+from exporter.verdict import explain, verdict
 from exporter.window import Totals, parse_duration
 
 
@@ -83,6 +83,8 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "server_version": series.config.server_version,
         "draft_token_cost": cost,
         "health": verdict(current, baseline, settings.thresholds),
+        "reason": explain(verdict(current, baseline, settings.thresholds), current, baseline, settings.thresholds),
+        "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],
         "start": totals.start,
         "end": totals.end,
     }

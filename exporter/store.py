@@ -44,6 +44,7 @@ class SeriesSnapshot:
     config: SpecConfig
     last_update: float
     variant: str  # the log layout (or source format) most of this series' data came in
+    timeline: tuple[tuple[float, float], ...] = ()  # (end, L) of recent intervals, when asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,8 @@ class Store:
                 stats = self._sources[upstream] = SourceStats(kind=kind)
             update(stats)
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, timeline_points: int = 0) -> Snapshot:
+        """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
         now = self.clock()
         with self._lock:
             series = tuple(
@@ -160,6 +162,7 @@ class Store:
                     config=self._config_of(s.key.upstream),
                     last_update=s.last_update,
                     variant=s.variants.most_common(1)[0][0] if s.variants else "",
+                    timeline=_timeline(s, now, timeline_points) if timeline_points else (),
                 )
                 for s in sorted(self._series.values(), key=lambda s: _sort_key(s.key))
             )
@@ -197,6 +200,18 @@ class Store:
     def config(self, upstream: str) -> SpecConfig:
         with self._lock:
             return self._config_of(upstream)
+
+
+def _timeline(series: _Series, now: float, points: int) -> tuple[tuple[float, float], ...]:
+    if not series.windows:
+        return ()
+    longest = max(series.windows.values(), key=lambda window: window.seconds)
+    longest.totals(now)  # evicts what has left the window
+    return tuple(
+        (interval.end, 1.0 + interval.accepted_tokens / interval.drafts)
+        for interval in longest.recent(points)
+        if interval.drafts
+    )
 
 
 def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:

@@ -67,3 +67,34 @@ def verdict(current: Derived | None, baseline: Derived | None, thresholds: Healt
         ):
             return "wasteful"
     return "ok"
+
+
+def explain(state: str, current: Derived | None, baseline: Derived | None, thresholds: HealthThresholds) -> str:
+    """One line that says why the verdict is what it is, with the numbers behind it."""
+    if state == "no_data":
+        drafts = 0 if current is None or current.drafts is None else current.drafts
+        if current is not None and current.drafts is None:
+            return "this log layout does not tell the number of drafts (vLLM ≤ 0.8.4): no L or per-position rates"
+        return f"{drafts} drafts in the window; a verdict needs at least {thresholds.min_drafts}"
+    assert current is not None
+    length = current.mean_acceptance_length or 1.0
+    position0 = current.position_acceptance[0] if current.position_acceptance else 0.0
+    if state == "broken":
+        return (
+            f"L {length:.2f} with position-0 acceptance {position0:.0%}: the drafter barely ever agrees with the target "
+            "— check the drafter's config.json against the target (target_layer_ids, layer_types, sliding_window, mask_token_id)"
+        )
+    if state == "degraded":
+        if baseline is not None and baseline.mean_acceptance_length is not None and length >= thresholds.degraded_min_mean_acceptance_length:
+            drop = 1 - (length - 1) / max(baseline.mean_acceptance_length - 1, 1e-9)
+            return f"L fell from {baseline.mean_acceptance_length:.2f} to {length:.2f}: {drop:.0%} fewer accepted tokens per step than the baseline"
+        return f"L {length:.2f} is below the floor {thresholds.degraded_min_mean_acceptance_length:.2f}"
+    drafted = len(current.speedup) - 1
+    best = current.recommended_speculative_tokens
+    if state == "wasteful" and best is not None:
+        gain = current.speedup[best] / current.speedup[drafted] - 1
+        return (
+            f"positions {best}–{drafted - 1} cost more than they return: drafting {best} instead of {drafted} "
+            f"would be about {gain:.0%} faster"
+        )
+    return f"L {length:.2f}, position 0 at {position0:.0%}; every drafted position pays for itself"

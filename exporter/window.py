@@ -73,6 +73,10 @@ class RollingWindow:
         self._intervals.append(interval)
         self._totals = self._totals.plus(interval)
 
+    def recent(self, limit: int) -> tuple[Interval, ...]:
+        """The last `limit` intervals still in the window (call after `totals`, which evicts)."""
+        return tuple(self._intervals)[-limit:]
+
     def totals(self, now: float) -> Totals:
         """Totals of the intervals that ended after now − seconds (older ones are evicted)."""
         horizon = now - self.seconds

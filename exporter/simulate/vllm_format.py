@@ -1,0 +1,189 @@
+"""What vLLM prints, line for line: the layouts of the 0.24.0 capture and of reference §2.
+
+`V1-e` (the current layout, the default) copies the capture: `(APIServer pid=N)` prefix,
+`[loggers.py:273] Engine 000:` then `[metrics.py:120] SpecDecoding metrics:`. Older layouts are
+for exercising parsers: V1-d, V1-c (with the process prefix of ≈v0.10), V1-b (no prefix) and V0-b
+(cumulative counts, the pre-v0.8 `metrics.py:367]` formatter).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from exporter.simulate.server import SimulatedServer, _Engine
+
+LOG_FORMATS = ("V1-e", "V1-d", "V1-c", "V1-b", "V0-b")
+
+
+def _stamp(server: SimulatedServer) -> str:
+    return time.strftime("%m-%d %H:%M:%S", time.localtime(server.now))
+
+
+def _api(server: SimulatedServer, source: str, message: str, level: str = "INFO") -> str:
+    if server.log_format in ("V1-b", "V0-b"):  # before the process prefix existed
+        bracket = "" if server.log_format == "V0-b" else "["
+        return f"{level} {_stamp(server)} {bracket}{source}] {message}"
+    return f"(APIServer pid={server.api_pid}) {level} {_stamp(server)} [{source}] {message}"
+
+
+def _core(server: SimulatedServer, source: str, message: str) -> str:
+    if server.log_format in ("V1-b", "V0-b"):
+        bracket = "" if server.log_format == "V0-b" else "["
+        return f"INFO {_stamp(server)} {bracket}{source}] {message}"
+    return f"(EngineCore pid={server.engine_pid}) INFO {_stamp(server)} [{source}] {message}"
+
+
+def startup_lines(server: SimulatedServer) -> list[str]:
+    s = server.scenario
+    k = s.k
+    if server.log_format == "V0-b":
+        return [
+            _core(
+                server,
+                "llm_engine.py:237",
+                f"Initializing an LLM engine (v0.6.3) with config: model='{s.model}', "
+                f"speculative_config=SpeculativeConfig(draft_model='{s.draft_model}', num_spec_tokens={k}), "
+                f"tokenizer='{s.model}', seed=0, served_model_name={s.served_model_name}",
+            )
+        ]
+    spec = {"method": s.method, "model": s.draft_model, "num_speculative_tokens": k}
+    args = {"model_tag": s.model, "model": s.model, "served_model_name": [s.served_model_name], "speculative_config": spec}
+    return [
+        _api(server, "api_utils.py:339", f"version {SERVER_VERSION_TEXT}"),
+        _api(server, "api_utils.py:273", f"non-default args: {args!r}"),
+        _core(
+            server,
+            "core.py:114",
+            f"Initializing a V1 LLM engine (v{SERVER_VERSION_TEXT}) with config: model='{s.model}', "
+            f"speculative_config=SpeculativeConfig(method='{s.method}', model='{s.draft_model}', num_spec_tokens={k}), "
+            f"tokenizer='{s.model}', skip_tokenizer_init=False, seed=0, served_model_name={s.served_model_name}, "
+            "enable_prefix_caching=True, enable_chunked_prefill=True",
+        ),
+        _api(server, "api_server.py:581", "Starting vLLM server on http://0.0.0.0:8000"),
+        f"(APIServer pid={server.api_pid}) INFO:     Started server process [{server.api_pid}]"
+        if server.log_format != "V1-b"
+        else f"INFO:     Started server process [{server.api_pid}]",
+        f"(APIServer pid={server.api_pid}) INFO:     Application startup complete."
+        if server.log_format != "V1-b"
+        else "INFO:     Application startup complete.",
+    ]
+
+
+SERVER_VERSION_TEXT = "0.24.0"
+
+
+def shutdown_lines(server: SimulatedServer) -> list[str]:
+    return [
+        _api(server, "launcher.py:100", "[shutdown] API server: shutdown triggered"),
+        _core(server, "core.py:1214", "[shutdown] EngineCore: trigger received signal=SIGTERM"),
+    ]
+
+
+def access_line(server: SimulatedServer, client: str, method: str, path: str, status: int) -> str:
+    text = f'INFO:     {client} - "{method} {path} HTTP/1.1" {status} {"OK" if status == 200 else ""}'.rstrip()
+    return text if server.log_format in ("V1-b", "V0-b") else f"(APIServer pid={server.api_pid}) {text}"
+
+
+def interval_lines(server: SimulatedServer, seconds: float) -> list[str]:
+    """The periodic stats: per engine an `Engine 00N:` line and, if it drafted, its spec line."""
+    lines = []
+    for engine in server.engines:
+        counts = engine.interval
+        generated = counts.accepted + counts.drafts
+        if server.log_format != "V0-b":
+            lines.append(
+                _api(
+                    server,
+                    "loggers.py:273",
+                    f"Engine {engine.index:03d}: Avg prompt throughput: {0.0 if not counts.drafts else 41.7:.1f} tokens/s, "
+                    f"Avg generation throughput: {generated / seconds:.1f} tokens/s, Running: {16 if counts.drafts else 0} reqs, "
+                    "Waiting: 0 reqs, GPU KV cache usage: 0.4%, Prefix cache hit rate: 62.5%",
+                )
+            )
+        spec = _spec_message(server, engine, seconds)
+        if spec is not None:
+            source = {"V1-e": "metrics.py:120", "V1-d": "metrics.py:96", "V1-c": "metrics.py:86", "V1-b": "metrics.py:52", "V0-b": "metrics.py:367"}
+            lines.append(_api(server, source[server.log_format], spec))
+    return lines
+
+
+def _spec_message(server: SimulatedServer, engine: _Engine, seconds: float) -> str | None:
+    if server.log_format == "V0-b":
+        total = engine.total
+        if not total.drafts:
+            return None
+        emitted = total.accepted + total.drafts
+        rate = total.accepted / total.draft_tokens
+        efficiency = emitted / (total.drafts * (server.scenario.k + 1))
+        return (
+            f"Speculative metrics: Draft acceptance rate: {rate:.3f}, System efficiency: {efficiency:.3f}, "
+            f"Number of speculative tokens: {server.scenario.k}, Number of accepted tokens: {total.accepted}, "
+            f"Number of draft tokens: {total.draft_tokens}, Number of emitted tokens: {emitted}."
+        )
+    counts = engine.interval
+    if not counts.drafts:  # vLLM prints nothing for an interval without drafts
+        return None
+    mean_length = 1 + counts.accepted / counts.drafts
+    rates = ", ".join(f"{c / counts.drafts:.3f}" for c in counts.per_position)
+    percent = 100 * counts.accepted / counts.draft_tokens
+    accepted_tput, drafted_tput = counts.accepted / seconds, counts.draft_tokens / seconds
+    head = "SpecDecoding metrics: "
+    if server.log_format == "V1-e":
+        return (
+            f"{head}Mean acceptance length: {mean_length:.2f}, Accepted throughput: {accepted_tput:.2f} tokens/s, "
+            f"Drafted throughput: {drafted_tput:.2f} tokens/s, Accepted: {counts.accepted} tokens, "
+            f"Drafted: {counts.draft_tokens} tokens, Per-position acceptance rate: {rates}, Avg Draft acceptance rate: {percent:.1f}%"
+        )
+    if server.log_format == "V1-d":
+        return (
+            f"{head}Draft acceptance rate: {percent:.1f}%, Mean acceptance length: {mean_length:.2f}, "
+            f"Accepted throughput: {accepted_tput:.2f} tokens/s, Drafted throughput: {drafted_tput:.2f} tokens/s, "
+            f"Accepted: {counts.accepted} tokens, Drafted: {counts.draft_tokens} tokens, Per-position acceptance rate: {rates}"
+        )
+    if server.log_format == "V1-c":
+        return (
+            f"{head}Draft acceptance rate: {percent:.1f}%, Mean acceptance length: {mean_length:.2f}, "
+            f"Accepted: {counts.accepted} tokens, Drafted: {counts.draft_tokens} tokens, Per-position acceptance rate: {rates}"
+        )
+    return f"{head}Draft acceptance rate: {percent:.1f}%, Accepted: {counts.accepted} tokens, Drafted: {counts.draft_tokens} tokens"
+
+
+_FAMILIES = (
+    ("num_drafts", "Number of spec decoding drafts.", lambda c: c.drafts),
+    ("num_draft_tokens", "Number of draft tokens.", lambda c: c.draft_tokens),
+    ("num_accepted_tokens", "Number of accepted tokens.", lambda c: c.accepted),
+)
+
+
+def exposition(server: SimulatedServer) -> str:
+    """The spec-decode part of vLLM 0.24.0's /metrics, family by family as in the capture."""
+    model = server.scenario.served_model_name
+    out = [
+        "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+        "# TYPE vllm:num_requests_running gauge",
+    ]
+    out += [f'vllm:num_requests_running{{engine="{e.index}",model_name="{model}"}} 16.0' for e in server.engines]
+    for name, help_text, read in _FAMILIES:
+        out += [f"# HELP vllm:spec_decode_{name}_total {help_text}", f"# TYPE vllm:spec_decode_{name}_total counter"]
+        out += [f'vllm:spec_decode_{name}_total{{engine="{e.index}",model_name="{model}"}} {floatToGoString(read(e.total))}' for e in server.engines]
+        out += [f"# HELP vllm:spec_decode_{name}_created {help_text}", f"# TYPE vllm:spec_decode_{name}_created gauge"]
+        out += [f'vllm:spec_decode_{name}_created{{engine="{e.index}",model_name="{model}"}} {floatToGoString(e.created)}' for e in server.engines]
+    per_pos = "vllm:spec_decode_num_accepted_tokens_per_pos"
+    help_text = "Accepted tokens per draft position."
+    out += [f"# HELP {per_pos}_total {help_text}", f"# TYPE {per_pos}_total counter"]
+    for e in server.engines:
+        out += [
+            f'{per_pos}_total{{engine="{e.index}",model_name="{model}",position="{i}"}} {floatToGoString(count)}'
+            for i, count in enumerate(e.total.per_position)
+        ]
+    out += [f"# HELP {per_pos}_created {help_text}", f"# TYPE {per_pos}_created gauge"]
+    for e in server.engines:
+        out += [
+            f'{per_pos}_created{{engine="{e.index}",model_name="{model}",position="{i}"}} {floatToGoString(e.created)}'
+            for i in range(server.scenario.k)
+        ]
+    return "\n".join(out) + "\n"
