@@ -135,6 +135,7 @@ def snapshot_report(
                 "model_name": gap.model_name,
                 "engine": gap.engine,
                 "window": gap.window,
+                "window_seconds": parse_duration(gap.window),
                 "quantity": gap.quantity,
                 "log": round(gap.log_value, 6),
                 "metrics": round(gap.metrics_value, 6),

@@ -16,7 +16,7 @@ def test_first_screen_has_exactly_the_two_commands():
     first_block = re.search(r"```sh\n(.*?)```", README, re.S)
     assert first_block is not None and README.index(first_block.group(0)) < 1200
     commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines() if line.strip()]
-    assert commands == ["pip install . && specdecode-exporter analyze", "scripts/test"]
+    assert commands == ["pip install . && specdecode-exporter demo", "scripts/test"]
 
 
 def test_ci_runs_the_readme_test_command():

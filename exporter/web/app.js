@@ -37,8 +37,11 @@ function spark(points) {
 }
 
 function crossCheck(entry, checks) {
-  const mine = checks.filter((c) => c.metrics_upstream === entry.upstream && c.window === entry.window && c.model_name === entry.model_name && c.engine === entry.engine && c.quantity === "mean_acceptance_length");
-  return mine.map((c) => `<p class="${c.agree ? "up" : "down"} crosscheck">log and /metrics ${c.agree ? "agree" : "disagree"} on L: ${fmt(c.log)} vs ${fmt(c.metrics)} (${(100 * c.relative_difference).toFixed(1)}%)</p>`).join("");
+  // over the longest window: short windows of the two sources start at different moments
+  const mine = checks.filter((c) => c.metrics_upstream === entry.upstream && c.model_name === entry.model_name && c.engine === entry.engine && c.quantity === "mean_acceptance_length");
+  if (!mine.length) return "";
+  const c = mine.reduce((a, b) => (b.window_seconds > a.window_seconds ? b : a));
+  return `<p class="${c.agree ? "up" : "down"} crosscheck">log and /metrics ${c.agree ? "agree" : "disagree"} on L over ${esc(c.window)}: ${fmt(c.log)} vs ${fmt(c.metrics)} (${(100 * c.relative_difference).toFixed(1)}%)</p>`;
 }
 
 function card(entry, source, checks) {
