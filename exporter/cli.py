@@ -55,8 +55,9 @@ def main(log_level: str) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(exists=False, dir_okay=False, allow_dash=True))
 @option("--format", "output_format", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True, help="Report format.")
 @option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal).")
+@option("--plot", type=click.Path(dir_okay=False, writable=True), help="Also draw the acceptance curves to this PNG (needs the [plot] extra).")
 @_derive_options
-def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, config_path: str | None,
+def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, config_path: str | None,
                 draft_token_cost: float | None, model_name: str | None, log_format: str) -> None:
     """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
 
@@ -77,6 +78,14 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress))  # type: ignore[arg-type]
+    if plot:
+        from exporter.plot import PlotUnavailable, plot_report
+
+        try:
+            panels = plot_report(report, plot)
+        except (PlotUnavailable, ValueError, OSError) as error:
+            raise click.ClickException(str(error)) from None
+        click.echo(f"wrote {plot} ({panels} series)", err=True)
     if output_format == "json":
         click.echo(json.dumps(report, indent=2))
     elif output_format == "csv":

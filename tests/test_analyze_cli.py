@@ -148,3 +148,24 @@ def test_env_vars_set_flags():
         capture_output=True, text=True, env={**__import__("os").environ, "SPECDECODE_FORMAT": "json"}, timeout=60,
     )
     assert json.loads(result.stdout)["series"][0]["health"] == "ok"
+
+
+def test_plot_writes_a_png(tmp_path):
+    target = tmp_path / "curve.png"
+    result = run_cli("analyze", "--plot", str(target), str(CAPTURE / "server.log"))
+    assert result.returncode == 0, result.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "wrote" in result.stderr and "(1 series)" in result.stderr
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(tmp_path):
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "matplotlib.py").write_text("raise ImportError('matplotlib is not installed here')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "analyze", "--plot", str(tmp_path / "x.png"), str(CAPTURE / "server.log")],
+        capture_output=True, text=True, timeout=60,
+        env={**__import__("os").environ, "PYTHONPATH": str(blocker)},
+    )
+    assert result.returncode == 1
+    assert "pip install 'specdecode-exporter[plot]'" in result.stderr
