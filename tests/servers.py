@@ -27,6 +27,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self.server.responder(self)
 
+    def do_POST(self) -> None:  # noqa: N802
+        self.server.responder(self)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
         return
 
@@ -99,3 +102,22 @@ def huge(size: int) -> Responder:
 def hanging(release: threading.Event) -> Responder:
     """Accept the request and answer nothing until the test ends."""
     return lambda handler: release.wait(timeout=60)
+
+
+class Webhook:
+    """Alertmanager's webhook receiver: keeps every posted notification."""
+
+    def __init__(self) -> None:
+        self.notifications: list[dict] = []  # type: ignore[type-arg]
+        self.lock = threading.Lock()
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length", "0"))
+        body = handler.rfile.read(length)
+        with self.lock:
+            self.notifications.append(json.loads(body))
+        send(handler, 200, b"ok\n", "text/plain")
+
+    def alerts(self) -> list[dict]:  # type: ignore[type-arg]
+        with self.lock:
+            return [alert for n in self.notifications for alert in n.get("alerts", [])]

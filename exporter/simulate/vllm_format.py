@@ -167,6 +167,14 @@ def exposition(server: SimulatedServer) -> str:
         "# TYPE vllm:num_requests_running gauge",
     ]
     out += [f'vllm:num_requests_running{{engine="{e.index}",model_name="{model}"}} 16.0' for e in server.engines]
+    help_text = "Number of generation tokens processed."
+    out += ["# HELP vllm:generation_tokens_total " + help_text, "# TYPE vllm:generation_tokens_total counter"]
+    out += [  # every draft step emits its accepted tokens plus one from the target
+        f'vllm:generation_tokens_total{{engine="{e.index}",model_name="{model}"}} {floatToGoString(e.total.accepted + e.total.drafts)}'
+        for e in server.engines
+    ]
+    out += ["# HELP vllm:generation_tokens_created " + help_text, "# TYPE vllm:generation_tokens_created gauge"]
+    out += [f'vllm:generation_tokens_created{{engine="{e.index}",model_name="{model}"}} {floatToGoString(e.created)}' for e in server.engines]
     for name, help_text, read in _FAMILIES:
         out += [f"# HELP vllm:spec_decode_{name}_total {help_text}", f"# TYPE vllm:spec_decode_{name}_total counter"]
         out += [f'vllm:spec_decode_{name}_total{{engine="{e.index}",model_name="{model}"}} {floatToGoString(read(e.total))}' for e in server.engines]

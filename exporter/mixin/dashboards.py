@@ -1,0 +1,246 @@
+"""Grafana dashboards as code: a fleet overview on raw vLLM metrics (recording rules only, no sidecar
+needed) and a per-server detail dashboard on the sidecar's metrics.
+
+Plain builders over Grafana's JSON model rather than grafana-foundation-sdk: the few panel kinds
+used here are small dicts, and a dependency would not make them safer than the lint test does.
+Queries live in their own functions, apart from layout. UIDs are explicit and stable, and never
+vLLM's own (`vllm-spec-decode`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.mixin.config import MixinConfig
+from exporter.mixin.rules import rule_names, sidecar_counters, vllm_counters
+
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+NO_TRAFFIC = "No traffic"
+TOKENS_PER_SECOND = "suffix: tok/s"
+
+
+@dataclass
+class Panel:
+    title: str
+    description: str
+    kind: str  # timeseries | bargauge | heatmap | state-timeline | stat | table
+    queries: list[tuple[str, str]]  # (expr, legend)
+    unit: str
+    width: int = 12
+    height: int = 8
+    instant: bool = False
+    min: float | None = None
+    max: float | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def render(self, panel_id: int, x: int, y: int) -> dict[str, Any]:
+        defaults: dict[str, Any] = {"unit": self.unit, "noValue": NO_TRAFFIC}
+        if self.min is not None:
+            defaults["min"] = self.min
+        if self.max is not None:
+            defaults["max"] = self.max
+        return {
+            "id": panel_id,
+            "type": self.kind,
+            "title": self.title,
+            "description": self.description,
+            "datasource": DATASOURCE,
+            "gridPos": {"x": x, "y": y, "w": self.width, "h": self.height},
+            "fieldConfig": {"defaults": defaults, "overrides": []},
+            "options": self.options,
+            "targets": [
+                {
+                    "refId": chr(ord("A") + i),
+                    "datasource": DATASOURCE,
+                    "expr": expr,
+                    "legendFormat": legend,
+                    "instant": self.instant,
+                    "range": not self.instant,
+                }
+                for i, (expr, legend) in enumerate(self.queries)
+            ],
+        }
+
+
+def _query_variable(name: str, label: str, query: str) -> dict[str, Any]:
+    return {
+        "type": "query",
+        "name": name,
+        "label": label,
+        "datasource": DATASOURCE,
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "refresh": 2,
+        "includeAll": True,
+        "multi": True,
+        "allValue": ".*",
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "sort": 1,
+    }
+
+
+def _datasource_variable() -> dict[str, Any]:
+    return {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus", "current": {}}
+
+
+def _dashboard(uid: str, title: str, description: str, variables: list[dict[str, Any]], panels: list[Panel]) -> dict[str, Any]:
+    rendered, x, y, row_height = [], 0, 0, 0
+    for panel_id, panel in enumerate(panels, start=1):
+        if x + panel.width > 24:
+            x, y, row_height = 0, y + row_height, 0
+        rendered.append(panel.render(panel_id, x, y))
+        x += panel.width
+        row_height = max(row_height, panel.height)
+    return {
+        "uid": uid,
+        "title": title,
+        "description": description,
+        "tags": ["specdecode", "vllm", "speculative-decoding"],
+        "editable": True,
+        "schemaVersion": 39,
+        "version": 1,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "timezone": "browser",
+        "graphTooltip": 1,
+        "annotations": {"list": []},
+        "links": [],
+        "templating": {"list": [_datasource_variable(), *variables]},
+        "panels": rendered,
+    }
+
+
+# --- queries -------------------------------------------------------------------------------------
+
+SERVER = 'job=~"$job", instance=~"$instance", model_name=~"$model", engine=~"$engine"'
+SIDECAR = 'job=~"$job", upstream=~"$upstream", model_name=~"$model", engine=~"$engine"'
+
+
+def fleet_queries(config: MixinConfig) -> dict[str, str]:
+    n = rule_names(vllm_counters(config), config)
+    return {
+        "model_length": f'{n["model_mean_acceptance_length"]}{{model_name=~"$model"}}',
+        "server_length": f"{n['mean_acceptance_length']}{{{SERVER}}}",
+        "server_baseline": f"{n['baseline_mean_acceptance_length']}{{{SERVER}}}",
+        "model_k_positions": f'{n["model_k_position_acceptance"]}{{model_name=~"$model"}}',
+        "model_k_conditional": f'{n["model_k_position_conditional"]}{{model_name=~"$model"}}',
+        "server_positions": f"{n['position_acceptance']}{{{SERVER}}}",
+        "accepted": f'{n["model_accepted"]}{{model_name=~"$model"}}',
+        "wasted": f'{n["model_wasted"]}{{model_name=~"$model"}}',
+        "drafts": f"sum by (instance, model_name, engine) (rate(vllm:spec_decode_num_drafts_total{{{SERVER}}}[$__rate_interval]))",
+        "configured_k": f"count by (instance, model_name, engine) (vllm:spec_decode_num_accepted_tokens_per_pos_total{{{SERVER}}})",
+        "alerts": 'ALERTS{alertname=~"SpecDecode.*", alertstate="firing"}',
+    }
+
+
+def server_queries(config: MixinConfig) -> dict[str, str]:
+    window = 'window="$window"'
+    n = rule_names(sidecar_counters(config), config)
+    return {
+        "verdict": f"specdecode_health{{{SIDECAR}}} == 1",
+        "length": f"specdecode_mean_acceptance_length{{{SIDECAR}, {window}}}",
+        "length_counters": f"{n['mean_acceptance_length']}{{{SIDECAR}}}",
+        "positions": f"specdecode_position_acceptance_ratio{{{SIDECAR}, {window}}}",
+        "conditional": f"specdecode_position_conditional_acceptance_ratio{{{SIDECAR}, {window}}}",
+        "recommended_k": f"specdecode_recommended_speculative_tokens{{{SIDECAR}, {window}}}",
+        "configured_k": f"count by (upstream, source, model_name, engine) (specdecode_accepted_tokens_per_position_total{{{SIDECAR}}})",
+        "wasted": f"specdecode_wasted_draft_tokens_per_second{{{SIDECAR}, {window}}}",
+        "accepted_rate": f"sum by (upstream, source, model_name, engine) (rate(specdecode_accepted_tokens_total{{{SIDECAR}}}[$__rate_interval]))",
+        "disagreement": f'specdecode_source_disagreement_ratio{{job=~"$job", model_name=~"$model", engine=~"$engine"}}',
+        "source_up": 'specdecode_source_up{job=~"$job", upstream=~"$upstream"}',
+        "parse_errors": 'sum by (upstream) (rate(specdecode_log_lines_total{job=~"$job", upstream=~"$upstream"}[$__rate_interval]))',
+    }
+
+
+# --- layout --------------------------------------------------------------------------------------
+
+RATIO = {"min": 0.0, "max": 1.0}
+
+
+def fleet(config: MixinConfig) -> dict[str, Any]:
+    q = fleet_queries(config)
+    panels = [
+        Panel("Mean acceptance length by model", "Tokens per verification step, bonus included (1 + accepted/drafts), pooled over every server of a model.",
+              "timeseries", [(q["model_length"], "{{model_name}}")], "none", min=1.0),
+        Panel("Mean acceptance length by server, against its baseline", f"Each server's L over {config.rate_window} (solid) and over the {config.baseline_window} ending {config.baseline_offset} ago (the drop-off alert's baseline).",
+              "timeseries", [(q["server_length"], "{{instance}} {{model_name}} e{{engine}}"), (q["server_baseline"], "baseline {{instance}} e{{engine}}")], "none", min=1.0),
+        Panel("Per-position acceptance by model and k", "Share of drafts whose positions 0..i were all accepted, per model and number of speculative tokens (never pooled across different k).",
+              "bargauge", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              options={"orientation": "vertical", "displayMode": "gradient"}),
+        Panel("Conditional acceptance by model and k", "Chance position i is accepted when position i−1 was: where the chain breaks.",
+              "bargauge", [(q["model_k_conditional"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              options={"orientation": "vertical", "displayMode": "gradient"}),
+        Panel("Per-position acceptance over time", "Each row a draft position of each server: how its acceptance moves in time.",
+              "heatmap", [(q["server_positions"], "{{instance}} e{{engine}} #{{position}}")], "percentunit", width=24, **RATIO,
+              options={"calculate": False, "yAxis": {"axisPlacement": "left"}, "color": {"scheme": "Blues", "mode": "scheme"}}),
+        Panel("Accepted vs wasted draft tokens", "Draft tokens per second the target accepted, and those it rejected (drafted − accepted), per model.",
+              "timeseries", [(q["accepted"], "accepted {{model_name}}"), (q["wasted"], "wasted {{model_name}}")], TOKENS_PER_SECOND, min=0.0,
+              options={"legend": {"displayMode": "list", "placement": "bottom"}}),
+        Panel("Drafts per second by server", "Speculative drafts verified per second (the traffic floor of the alerts applies to this).",
+              "timeseries", [(q["drafts"], "{{instance}} {{model_name}} e{{engine}}")], "reqps", min=0.0),
+        Panel("Configured number of speculative tokens", "k of each server: the number of position series it exports.",
+              "stat", [(q["configured_k"], "{{instance}} {{model_name}} e{{engine}}")], "none", instant=True),
+        Panel("Firing spec-decode alerts", "SpecDecode… alerts firing now, with their severity.",
+              "table", [(q["alerts"], "{{alertname}}")], "none", instant=True),
+    ]
+    return _dashboard(
+        "specdecode-fleet",
+        "Speculative decoding / Fleet",
+        "vLLM speculative decoding across servers, from raw vLLM metrics and the specdecode recording rules (no sidecar needed).",
+        [
+            _query_variable("job", "Job", "label_values(vllm:spec_decode_num_drafts_total, job)"),
+            _query_variable("instance", "Instance", 'label_values(vllm:spec_decode_num_drafts_total{job=~"$job"}, instance)'),
+            _query_variable("model", "Model", 'label_values(vllm:spec_decode_num_drafts_total{job=~"$job", instance=~"$instance"}, model_name)'),
+            _query_variable("engine", "Engine", 'label_values(vllm:spec_decode_num_drafts_total{job=~"$job", instance=~"$instance"}, engine)'),
+        ],
+        panels,
+    )
+
+
+def server(config: MixinConfig) -> dict[str, Any]:
+    q = server_queries(config)
+    window = {
+        "type": "custom", "name": "window", "label": "Window", "query": "1m,5m,1h",
+        "current": {"selected": True, "text": "5m", "value": "5m"},
+        "options": [{"selected": v == "5m", "text": v, "value": v} for v in ("1m", "5m", "1h")],
+    }
+    panels = [
+        Panel("Verdict", "The sidecar's drafter health verdict per series: ok, wasteful, degraded, broken or no_data.",
+              "state-timeline", [(q["verdict"], "{{upstream}} {{source}} e{{engine}}: {{state}}")], "none", width=24, height=6),
+        Panel("Mean acceptance length", "The sidecar's L over the chosen window, and the recording rule over its counters.",
+              "timeseries", [(q["length"], "{{source}} {{upstream}} e{{engine}}"), (q["length_counters"], "counters {{source}} e{{engine}}")], "none", min=1.0),
+        Panel("Recommended vs configured k", "The number of speculative tokens that maximises the estimated speed-up, against the k drafted now.",
+              "timeseries", [(q["recommended_k"], "recommended {{source}} e{{engine}}"), (q["configured_k"], "configured {{source}} e{{engine}}")], "none", min=0.0),
+        Panel("Per-position acceptance", "Share of drafts whose positions 0..i were all accepted, over the chosen window.",
+              "bargauge", [(q["positions"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              options={"orientation": "vertical", "displayMode": "gradient"}),
+        Panel("Conditional acceptance per position", "Chance position i is accepted when i−1 was, over the chosen window.",
+              "bargauge", [(q["conditional"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              options={"orientation": "vertical", "displayMode": "gradient"}),
+        Panel("Accepted and wasted draft tokens", "Accepted draft tokens per second (from counters) and rejected ones (the sidecar's window).",
+              "timeseries", [(q["accepted_rate"], "accepted {{source}} e{{engine}}"), (q["wasted"], "wasted {{source}} e{{engine}}")], TOKENS_PER_SECOND, min=0.0),
+        Panel("Log vs /metrics disagreement", "Relative difference of L and α between the log-derived and the counted numbers of one server.",
+              "timeseries", [(q["disagreement"], "{{quantity}} {{window}}")], "percentunit", min=0.0),
+        Panel("Sources up", "1 when the sidecar can read a source (log file present, target answering with spec-decode families).",
+              "stat", [(q["source_up"], "{{source}} {{upstream}}")], "none", instant=True, min=0.0, max=1.0),
+        Panel("Log lines read", "Lines per second the sidecar reads from each log.",
+              "timeseries", [(q["parse_errors"], "{{upstream}}")], "short", min=0.0),
+    ]
+    return _dashboard(
+        "specdecode-server",
+        "Speculative decoding / Server detail",
+        "One vLLM server through the specdecode-exporter sidecar: verdict, windows, recommendation, sources.",
+        [
+            _query_variable("job", "Job", "label_values(specdecode_drafts_total, job)"),
+            _query_variable("upstream", "Upstream", 'label_values(specdecode_drafts_total{job=~"$job"}, upstream)'),
+            _query_variable("model", "Model", 'label_values(specdecode_drafts_total{job=~"$job", upstream=~"$upstream"}, model_name)'),
+            _query_variable("engine", "Engine", 'label_values(specdecode_drafts_total{job=~"$job", upstream=~"$upstream"}, engine)'),
+            window,
+        ],
+        panels,
+    )
+
+
+def dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:
+    return {"specdecode-fleet.json": fleet(config), "specdecode-server.json": server(config)}

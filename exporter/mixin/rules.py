@@ -1,0 +1,172 @@
+"""Recording rules: pooled spec-decode ratios for raw vLLM counters (no sidecar needed) and the sidecar's.
+
+Naming follows `level:metric:operations`. Levels: `instance_model_engine` (job, instance,
+model_name, engine), `upstream_model_engine` (the sidecar's series: + upstream, source), `model`,
+`model_k` (model_name and num_speculative_tokens), with `_position` when split by position.
+Convention for vLLM's colon names: the `vllm:` prefix becomes `vllm_` inside the metric part, since
+colons separate the parts of a recording rule's name — `vllm:spec_decode_num_drafts_total` rated
+over 5m is `instance_model_engine:vllm_spec_decode_drafts:rate5m`.
+
+Ratios are pooled: numerators and denominators are summed first, then divided. Denominators carry
+`> 0`, so an idle series yields no sample — never 0% or 100%. Per-position rates are split by model
+*and* k (the number of position series, turned into a label by count_values), so servers drafting
+different k are never pooled position by position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.mixin.config import MixinConfig
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Where a family of spec-decode counters lives, and how its series are grouped."""
+
+    metric: str  # metric part of the rule names: "vllm_spec_decode" | "specdecode"
+    drafts: str
+    draft_tokens: str
+    accepted: str
+    per_position: str
+    by: tuple[str, ...]
+    level: str
+    model_by: tuple[str, ...] = ("model_name",)  # the model-level pooling labels
+
+
+def vllm_counters(config: MixinConfig) -> Counters:
+    sel = "{" + config.vllm_selector + "}" if config.vllm_selector else ""
+    return Counters(
+        metric="vllm_spec_decode",
+        drafts=f"vllm:spec_decode_num_drafts_total{sel}",
+        draft_tokens=f"vllm:spec_decode_num_draft_tokens_total{sel}",
+        accepted=f"vllm:spec_decode_num_accepted_tokens_total{sel}",
+        per_position=f"vllm:spec_decode_num_accepted_tokens_per_pos_total{sel}",
+        by=("job", "instance", "model_name", "engine"),
+        level="instance_model_engine",
+    )
+
+
+def sidecar_counters(config: MixinConfig) -> Counters:
+    sel = "{" + config.sidecar_selector + "}" if config.sidecar_selector else ""
+    return Counters(
+        metric="specdecode",
+        drafts=f"specdecode_drafts_total{sel}",
+        draft_tokens=f"specdecode_draft_tokens_total{sel}",
+        accepted=f"specdecode_accepted_tokens_total{sel}",
+        per_position=f"specdecode_accepted_tokens_per_position_total{sel}",
+        by=("job", "instance", "upstream", "source", "model_name", "engine"),
+        level="upstream_model_engine",
+        model_by=("model_name", "source"),  # log and /metrics of one server must never be summed together
+    )
+
+
+def name(level: str, metric: str, operation: str) -> str:
+    return f"{level}:{metric}:{operation}"
+
+
+def _rule(record: str, expr: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"record": record, "expr": expr}
+    if labels:
+        rule["labels"] = labels
+    return rule
+
+
+def rule_names(counters: Counters, config: MixinConfig) -> dict[str, str]:
+    """The record names of one counter family, keyed by what they hold (dashboards and alerts use these)."""
+    w, lvl, m = config.rate_window, counters.level, counters.metric
+    return {
+        "drafts": name(lvl, f"{m}_drafts", f"rate{w}"),
+        "draft_tokens": name(lvl, f"{m}_draft_tokens", f"rate{w}"),
+        "accepted": name(lvl, f"{m}_accepted_tokens", f"rate{w}"),
+        "wasted": name(lvl, f"{m}_wasted_draft_tokens", f"rate{w}"),
+        "position_accepted": name(f"{lvl}_position", f"{m}_accepted_tokens", f"rate{w}"),
+        "mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", f"ratio_rate{w}"),
+        "baseline_mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", f"ratio_baseline{config.baseline_window}"),
+        "draft_acceptance": name(lvl, f"{m}_draft_acceptance", f"ratio_rate{w}"),
+        "position_acceptance": name(f"{lvl}_position", f"{m}_position_acceptance", f"ratio_rate{w}"),
+        "position_conditional": name(f"{lvl}_position", f"{m}_position_conditional_acceptance", f"ratio_rate{w}"),
+        "k": name(lvl, f"{m}_num_speculative_tokens", "info"),
+        "model_mean_acceptance_length": name("model", f"{m}_mean_acceptance_length", f"ratio_rate{w}"),
+        "model_draft_acceptance": name("model", f"{m}_draft_acceptance", f"ratio_rate{w}"),
+        "model_accepted": name("model", f"{m}_accepted_tokens", f"rate{w}"),
+        "model_wasted": name("model", f"{m}_wasted_draft_tokens", f"rate{w}"),
+        "model_k_position_accepted": name("model_k_position", f"{m}_accepted_tokens", f"rate{w}"),
+        "model_k_drafts": name("model_k", f"{m}_drafts", f"rate{w}"),
+        "model_k_mean_acceptance_length": name("model_k", f"{m}_mean_acceptance_length", f"ratio_rate{w}"),
+        "model_k_position_acceptance": name("model_k_position", f"{m}_position_acceptance", f"ratio_rate{w}"),
+        "model_k_position_conditional": name("model_k_position", f"{m}_position_conditional_acceptance", f"ratio_rate{w}"),
+    }
+
+
+def _conditional(record: str, accepted: str, by: str, max_positions: int) -> list[dict[str, Any]]:
+    """c_0 = A_0/D is the position rate; c_i = A_i / A_{i-1}: position i−1's series relabelled as i."""
+    rules = []
+    for position in range(1, max_positions):
+        previous = f'label_replace({accepted}{{position="{position - 1}"}} > 0, "position", "{position}", "position", ".*")'
+        # one rule per position; the static label (equal to the result's) keeps the rules distinct
+        rules.append(_rule(record, f'{accepted}{{position="{position}"}} / on({by}, position) {previous}', {"position": str(position)}))
+    return rules
+
+
+def counter_rules(counters: Counters, config: MixinConfig) -> list[dict[str, Any]]:
+    """Rate, ratio, per-position and per-model-and-k rules for one counter family."""
+    n, w = rule_names(counters, config), config.rate_window
+    by = ", ".join(counters.by)
+    model = ", ".join(counters.model_by)
+    model_k = f"{model}, num_speculative_tokens"
+    with_k = f"* on({by}) group_left(num_speculative_tokens) {n['k']}"
+    base_window, base_offset = config.baseline_window, config.baseline_offset
+    rules = [
+        _rule(n["drafts"], f"sum by ({by}) (rate({counters.drafts}[{w}]))"),
+        _rule(n["draft_tokens"], f"sum by ({by}) (rate({counters.draft_tokens}[{w}]))"),
+        _rule(n["accepted"], f"sum by ({by}) (rate({counters.accepted}[{w}]))"),
+        _rule(n["position_accepted"], f"sum by ({by}, position) (rate({counters.per_position}[{w}]))"),
+        _rule(n["wasted"], f"({n['draft_tokens']} > 0) - {n['accepted']}"),
+        _rule(n["mean_acceptance_length"], f"1 + {n['accepted']} / ({n['drafts']} > 0)"),
+        _rule(
+            n["baseline_mean_acceptance_length"],
+            f"1 + sum by ({by}) (increase({counters.accepted}[{base_window}] offset {base_offset}))"
+            f" / (sum by ({by}) (increase({counters.drafts}[{base_window}] offset {base_offset})) > 0)",
+        ),
+        _rule(n["draft_acceptance"], f"{n['accepted']} / ({n['draft_tokens']} > 0)"),
+        _rule(n["position_acceptance"], f"{n['position_accepted']} / ignoring(position) group_left() ({n['drafts']} > 0)"),
+        _rule(n["position_conditional"], f'{n["position_acceptance"]}{{position="0"}}', {"position": "0"}),
+        *_conditional(n["position_conditional"], n["position_accepted"], by, config.max_positions),
+        # k as a label: the number of position series each server exports
+        _rule(
+            n["k"],
+            f'count_values by ({by}) ("num_speculative_tokens", count by ({by}) ({counters.per_position}))',
+        ),
+        _rule(n["model_accepted"], f"sum by ({model}) ({n['accepted']})"),
+        _rule(n["model_wasted"], f"sum by ({model}) ({n['wasted']})"),
+        _rule(
+            n["model_mean_acceptance_length"],
+            f"1 + sum by ({model}) ({n['accepted']}) / (sum by ({model}) ({n['drafts']}) > 0)",
+        ),
+        _rule(
+            n["model_draft_acceptance"],
+            f"sum by ({model}) ({n['accepted']}) / (sum by ({model}) ({n['draft_tokens']}) > 0)",
+        ),
+        _rule(n["model_k_drafts"], f"sum by ({model_k}) ({n['drafts']} {with_k})"),
+        _rule(n["model_k_position_accepted"], f"sum by ({model_k}, position) ({n['position_accepted']} {with_k})"),
+        _rule(
+            n["model_k_mean_acceptance_length"],
+            f"1 + sum by ({model_k}) ({n['accepted']} {with_k}) / ({n['model_k_drafts']} > 0)",
+        ),
+        _rule(
+            n["model_k_position_acceptance"],
+            f"{n['model_k_position_accepted']} / ignoring(position) group_left() ({n['model_k_drafts']} > 0)",
+        ),
+        _rule(n["model_k_position_conditional"], f'{n["model_k_position_acceptance"]}{{position="0"}}', {"position": "0"}),
+        *_conditional(n["model_k_position_conditional"], n["model_k_position_accepted"], model_k, config.max_positions),
+    ]
+    return rules
+
+
+def recording_rule_groups(config: MixinConfig) -> list[dict[str, Any]]:
+    return [
+        {"name": "specdecode-vllm.rules", "interval": config.evaluation_interval, "rules": counter_rules(vllm_counters(config), config)},
+        {"name": "specdecode-sidecar.rules", "interval": config.evaluation_interval, "rules": counter_rules(sidecar_counters(config), config)},
+    ]

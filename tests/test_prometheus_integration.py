@@ -1,0 +1,190 @@
+"""Rules, alerts and dashboards against a real Prometheus and Alertmanager (Debian's packages) on loopback.
+
+Three simulated vLLM servers (drop-off, broken, healthy) are scraped by Prometheus directly and
+through the sidecar. The rules are rendered from the same generators with a fast config (seconds
+instead of minutes), not from copies. Then: the drop-off and broken servers fire their alerts and
+Alertmanager delivers them to a webhook run by the test; the healthy one fires only the
+informational wasted-positions alert; every dashboard panel's query returns data.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from exporter.mixin.build import write
+from exporter.mixin.config import MixinConfig
+from exporter.mixin.dashboards import dashboards
+from helpers import POLL_SECONDS, free_port
+from servers import Webhook, http_server
+
+FAST = MixinConfig(
+    rate_window="15s",
+    baseline_window="30s",
+    baseline_offset="30s",
+    evaluation_interval="1s",
+    for_short="3s",
+    for_medium="3s",
+    for_long="3s",
+    disagreement_window="2m",
+)
+ACCEPTANCE_ALERTS = {"SpecDecodeAcceptanceLengthLow", "SpecDecodeAcceptanceDropped", "SpecDecodePositionZeroCollapse"}
+DEADLINE = 150.0
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], what: str) -> None:
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        assert process.poll() is None, f"{what} exited: " + (process.stdout.read().decode() if process.stdout else "")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(POLL_SECONDS)
+    raise AssertionError(f"{what} did not come up at {url}")
+
+
+@contextmanager
+def process(command: list[str], ready_url: str, what: str) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_http(ready_url, proc, what)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "exporter.cli", *args]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory) -> Iterator[dict]:  # type: ignore[type-arg]
+    prometheus, alertmanager = shutil.which("prometheus"), shutil.which("prometheus-alertmanager")
+    assert prometheus and alertmanager, "scripts/test installs Debian's prometheus and prometheus-alertmanager"
+    tmp = tmp_path_factory.mktemp("stack")
+    write(tmp, FAST)
+    ports = {name: free_port() for name in ("dropoff", "broken", "healthy", "sidecar", "prometheus", "alertmanager")}
+    sims = {name: f"127.0.0.1:{ports[name]}" for name in ("dropoff", "broken", "healthy")}
+    webhook = Webhook()
+    with ExitStack() as stack, http_server(webhook) as hook_url:
+        for name, scenario in (("dropoff", "drop-off"), ("broken", "broken"), ("healthy", "healthy")):
+            args = ["simulate", "--scenario", scenario, "--listen", sims[name], "--log-interval", "1", "--seed", "5",
+                    "--log-file", str(tmp / f"{name}.log")]
+            if name == "dropoff":
+                args += ["--drop-after", "40"]
+            stack.enter_context(process(cli(*args), f"http://{sims[name]}/health", f"simulator {name}"))
+        targets = [arg for address in sims.values() for arg in ("--target", f"http://{address}/metrics")]
+        sidecar = f"127.0.0.1:{ports['sidecar']}"
+        stack.enter_context(process(
+            cli("serve", *targets, "--log", str(tmp / "dropoff.log"), "--from-start",
+                "--pair", f"{tmp / 'dropoff.log'}=http://{sims['dropoff']}/metrics",
+                "--scrape-interval", "1", "--window", "30s,2m", "--health-window", "30s", "--listen", sidecar),
+            f"http://{sidecar}/-/healthy", "sidecar",
+        ))
+        (tmp / "alertmanager.yml").write_text(yaml.safe_dump({
+            "route": {"receiver": "test", "group_by": ["alertname", "instance"], "group_wait": "1s", "group_interval": "1s", "repeat_interval": "1h"},
+            "receivers": [{"name": "test", "webhook_configs": [{"url": f"{hook_url}/alerts", "send_resolved": False}]}],
+        }))
+        am = f"127.0.0.1:{ports['alertmanager']}"
+        stack.enter_context(process(
+            [alertmanager, f"--config.file={tmp / 'alertmanager.yml'}", f"--storage.path={tmp / 'am-data'}",
+             f"--web.listen-address={am}", "--cluster.listen-address="],
+            f"http://{am}/-/ready", "alertmanager",
+        ))
+        (tmp / "prometheus.yml").write_text(yaml.safe_dump({
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(tmp / "deploy/prometheus/specdecode.rules.yml"), str(tmp / "deploy/prometheus/specdecode.alerts.yml")],
+            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [am]}]}]},
+            "scrape_configs": [
+                {"job_name": "vllm", "static_configs": [{"targets": list(sims.values())}]},
+                {"job_name": "specdecode", "static_configs": [{"targets": [sidecar]}]},
+            ],
+        }))
+        prom = f"127.0.0.1:{ports['prometheus']}"
+        stack.enter_context(process(
+            [prometheus, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'prom-data'}",
+             f"--web.listen-address={prom}"],
+            f"http://{prom}/-/ready", "prometheus",
+        ))
+        yield {"prometheus": f"http://{prom}", "webhook": webhook, "sims": sims}
+
+
+def firing(stack: dict, instance: str) -> set[str]:  # type: ignore[type-arg]
+    alerts = httpx.get(stack["prometheus"] + "/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+    return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing" and a["labels"].get("instance") == instance}
+
+
+def delivered(stack: dict, instance: str) -> set[str]:  # type: ignore[type-arg]
+    return {a["labels"]["alertname"] for a in stack["webhook"].alerts() if a["labels"].get("instance") == instance}
+
+
+def wait_until(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + DEADLINE
+    while not condition():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_broken_and_drop_off_fire_and_alertmanager_delivers(stack):
+    sims = stack["sims"]
+    wait_until(lambda: {"SpecDecodePositionZeroCollapse", "SpecDecodeAcceptanceLengthLow"} <= delivered(stack, sims["broken"]),
+               "the broken drafter's alerts at the webhook")
+    wait_until(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, sims["dropoff"]), "the drop-off alert at the webhook")
+    (notice,) = [a for a in stack["webhook"].alerts() if a["labels"]["alertname"] == "SpecDecodeAcceptanceDropped"][:1]
+    assert notice["labels"]["severity"] == "warning"
+    assert notice["annotations"]["runbook_url"].endswith("#specdecodeacceptancedropped")
+    assert "fell to" in notice["annotations"]["description"]
+
+
+def test_healthy_fires_only_the_wasted_positions_alert(stack):
+    healthy = stack["sims"]["healthy"]
+    wait_until(lambda: "SpecDecodeWastedPositions" in firing(stack, healthy), "the healthy server's wasted-positions alert")
+    wait_until(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "the drop-off to have happened")
+    assert firing(stack, healthy) & ACCEPTANCE_ALERTS == set()
+    assert delivered(stack, healthy) & ACCEPTANCE_ALERTS == set()
+
+
+VARIABLES = {"$__rate_interval": "15s", "$job": ".*", "$instance": ".*", "$model": ".*", "$engine": ".*", "$upstream": ".*", "$window": "30s"}
+
+
+def panel_queries() -> list[tuple[str, str, str]]:
+    result = []
+    for filename, dashboard in dashboards(FAST).items():
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                expr = target["expr"]
+                for variable, value in VARIABLES.items():
+                    expr = expr.replace(variable, value)
+                result.append((filename, panel["title"], expr))
+    return result
+
+
+def test_every_dashboard_query_returns_data(stack):
+    wait_until(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "alerts (a panel lists them)")
+    empty = []
+    for filename, title, expr in panel_queries():
+        assert not re.search(r"\$\w+", expr), f"unsubstituted variable in {title}: {expr}"
+        result = httpx.get(stack["prometheus"] + "/api/v1/query", params={"query": expr}, timeout=10).json()
+        assert result["status"] == "success", (title, expr, result)
+        if not result["data"]["result"]:
+            empty.append(f"{filename} / {title}: {expr}")
+    assert empty == []
