@@ -1,0 +1,65 @@
+"""Lint the committed dashboards, with rules named after kubernetes-mixin's dashboard linter."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from exporter import metric_names
+
+ROOT = Path(__file__).parent.parent
+DASHBOARDS = {p.name: json.loads(p.read_text()) for p in sorted((ROOT / "dashboards").glob("*.json"))}
+RECORDED = {
+    rule["record"]
+    for group in yaml.safe_load((ROOT / "deploy/prometheus/specdecode.rules.yml").read_text())["groups"]
+    for rule in group["rules"]
+}
+VLLM_FAMILIES = {
+    "vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total", "vllm:generation_tokens_total",
+}
+KNOWN = RECORDED | VLLM_FAMILIES | {spec.sample_name for spec in metric_names.ALL} | {"ALERTS"}
+PROMQL_WORDS = {"sum", "by", "count", "rate", "max", "min", "on", "ignoring", "group_left", "label_replace", "increase", "offset", "and", "or", "unless"}
+
+
+def panels():
+    return [(name, panel) for name, dashboard in DASHBOARDS.items() for panel in dashboard["panels"]]
+
+
+def test_two_dashboards_with_stable_uids_not_vllms():
+    assert {d["uid"] for d in DASHBOARDS.values()} == {"specdecode-fleet", "specdecode-server"}
+    assert "vllm-spec-decode" not in {d["uid"] for d in DASHBOARDS.values()}
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_template_datasource_and_variables(name):
+    variables = {v["name"]: v for v in DASHBOARDS[name]["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    assert {"job", "model", "engine"} <= set(variables)
+
+
+@pytest.mark.parametrize("name, panel", panels(), ids=lambda p: p["title"] if isinstance(p, dict) else p)
+def test_panel_rules(name, panel):
+    assert panel["description"], "panel-description"
+    assert panel["fieldConfig"]["defaults"]["unit"], "panel-units"
+    assert panel["fieldConfig"]["defaults"]["noValue"] == "No traffic"
+    assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, "panel-datasource"
+    for target in panel["targets"]:
+        expr = target["expr"]
+        assert target["datasource"]["uid"] == "${datasource}", "target-datasource"
+        for window in re.findall(r"rate\([^\[]*\[([^\]]+)\]", expr):
+            assert window == "$__rate_interval", f"target-rate-interval: {expr}"
+        names = {n for n in re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*[{\[(]|\s*$|\s*[<>=!)])", expr) if ":" in n or n.startswith(("specdecode_", "vllm", "ALERTS"))}
+        unknown = {n for n in names - PROMQL_WORDS if n not in KNOWN}
+        assert unknown == set(), f"unknown metrics in {panel['title']}: {unknown}"
+
+
+def test_panel_ids_are_unique_and_grid_fits():
+    for dashboard in DASHBOARDS.values():
+        ids = [p["id"] for p in dashboard["panels"]]
+        assert len(ids) == len(set(ids))
+        assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in dashboard["panels"])

@@ -1,0 +1,77 @@
+"""promtool over the committed rules: `check rules` (syntax, lint) and `test rules` (the unit tests)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+RULES = sorted((ROOT / "deploy" / "prometheus").glob("specdecode.*.yml"))
+TESTS = sorted((ROOT / "deploy" / "prometheus" / "tests").glob("*-test.yaml"))
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    tool = shutil.which("promtool")
+    assert tool, "promtool missing: scripts/test installs Debian's prometheus"
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_there_are_rule_files_and_tests():
+    assert {p.name for p in RULES} >= {"specdecode.rules.yml", "specdecode.alerts.yml"}
+    assert TESTS
+
+
+def test_promtool_check_rules():
+    result = promtool("check", "rules", *map(str, RULES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_promtool_test_rules():
+    result = promtool("test", "rules", *map(str, TESTS))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(TESTS)
+
+
+def test_every_alert_has_a_firing_and_a_quiet_case():
+    import yaml
+
+    alerts = [rule["alert"] for group in yaml.safe_load((ROOT / "deploy/prometheus/specdecode.alerts.yml").read_text())["groups"] for rule in group["rules"]]
+    cases: dict[str, set[str]] = {name: set() for name in alerts}
+    for path in TESTS:
+        for test in yaml.safe_load(path.read_text())["tests"]:
+            for case in test.get("alert_rule_test", []):
+                cases[case["alertname"]].add("fires" if case["exp_alerts"] else "quiet")
+    assert {name: kinds for name, kinds in cases.items() if kinds != {"fires", "quiet"}} == {}
+
+
+def test_every_alert_has_a_runbook_section_with_meaning_confirmation_and_checks():
+    import re
+
+    import yaml
+
+    runbook = (ROOT / "docs" / "runbook.md").read_text()
+    sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", runbook, re.S | re.M))
+    for group in yaml.safe_load((ROOT / "deploy/prometheus/specdecode.alerts.yml").read_text())["groups"]:
+        for rule in group["rules"]:
+            name = rule["alert"]
+            assert name in sections, f"no runbook section for {name}"
+            assert rule["annotations"]["runbook_url"] == f"docs/runbook.md#{name.lower()}"
+            assert all(part in sections[name] for part in ("**Means:**", "**Confirm:**", "**Check, in order:**")), name
+            assert {"severity"} <= set(rule["labels"]) and {"summary", "description"} <= set(rule["annotations"])
+
+
+def test_provisioning_configs_are_valid():
+    result = promtool("check", "config", "deploy/prometheus/prometheus.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    amtool = shutil.which("amtool")
+    assert amtool, "amtool missing: scripts/test installs Debian's prometheus-alertmanager"
+    checked = subprocess.run([amtool, "check-config", "deploy/alertmanager/alertmanager.yml"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    import yaml
+
+    datasource = yaml.safe_load((ROOT / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text())
+    assert datasource["datasources"][0]["type"] == "prometheus"
+    provider = yaml.safe_load((ROOT / "deploy/grafana/provisioning/dashboards/specdecode.yml").read_text())
+    assert provider["providers"][0]["folder"] == "Speculative decoding"
