@@ -91,6 +91,7 @@ def rule_names(counters: Counters, config: MixinConfig) -> dict[str, str]:
         "model_mean_acceptance_length": name("model", f"{m}_mean_acceptance_length", f"ratio_rate{w}"),
         "model_draft_acceptance": name("model", f"{m}_draft_acceptance", f"ratio_rate{w}"),
         "model_accepted": name("model", f"{m}_accepted_tokens", f"rate{w}"),
+        "model_draft_tokens": name("model", f"{m}_draft_tokens", f"rate{w}"),
         "model_wasted": name("model", f"{m}_wasted_draft_tokens", f"rate{w}"),
         "model_k_position_accepted": name("model_k_position", f"{m}_accepted_tokens", f"rate{w}"),
         "model_k_drafts": name("model_k", f"{m}_drafts", f"rate{w}"),
@@ -140,6 +141,7 @@ def counter_rules(counters: Counters, config: MixinConfig) -> list[dict[str, Any
             f'count_values by ({by}) ("num_speculative_tokens", count by ({by}) ({counters.per_position}))',
         ),
         _rule(n["model_accepted"], f"sum by ({model}) ({n['accepted']})"),
+        _rule(n["model_draft_tokens"], f"sum by ({model}) ({n['draft_tokens']})"),
         _rule(n["model_wasted"], f"sum by ({model}) ({n['wasted']})"),
         _rule(
             n["model_mean_acceptance_length"],
