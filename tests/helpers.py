@@ -73,34 +73,50 @@ class Exporter:
         raise AssertionError(f"timed out waiting for {what}; last scrape:\n" + "\n".join(relevant))
 
 
+def wait_http(url: str, process: subprocess.Popen[bytes], what: str, deadline: float = DEADLINE_SECONDS) -> None:
+    """Poll `url` until it answers 200; fail early with the process's output if it exits."""
+    end = time.monotonic() + deadline
+    while True:
+        if process.poll() is not None:
+            output = process.stdout.read().decode() if process.stdout else ""
+            raise AssertionError(f"{what} exited with {process.returncode}: {output}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > end:
+            raise AssertionError(f"{what} did not answer at {url}")
+        time.sleep(POLL_SECONDS)
+
+
 @contextmanager
-def running_exporter(*args: str, stdin: int | None = None) -> Iterator[Exporter]:
-    """`specdecode-exporter serve ARGS` on a free loopback port, ready when /-/healthy answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "exporter.cli", "serve", "--listen", f"127.0.0.1:{port}", *args]
+def running_process(command: list[str], ready_url: str, what: str, stdin: int | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """Start `command`, wait until `ready_url` answers, and always stop it afterwards."""
     process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    exporter = Exporter(process, f"http://127.0.0.1:{port}")
     try:
-        end = time.monotonic() + DEADLINE_SECONDS
-        while True:
-            if process.poll() is not None:
-                output = process.stdout.read().decode() if process.stdout else ""
-                raise AssertionError(f"exporter exited with {process.returncode}: {output}")
-            try:
-                if httpx.get(exporter.base_url + "/-/healthy", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > end:
-                raise AssertionError("exporter did not become healthy")
-            time.sleep(POLL_SECONDS)
-        yield exporter
+        wait_http(ready_url, process, what)
+        yield process
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
         if process.stdout:
             process.stdout.close()
+
+
+def cli(*args: str) -> list[str]:
+    """The command line of `specdecode-exporter ARGS` in this interpreter."""
+    return [sys.executable, "-m", "exporter.cli", *args]
+
+
+@contextmanager
+def running_exporter(*args: str, stdin: int | None = None) -> Iterator[Exporter]:
+    """`specdecode-exporter serve ARGS` on a free loopback port, ready when /-/healthy answers."""
+    port = free_port()
+    command = cli("serve", "--listen", f"127.0.0.1:{port}", *args)
+    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "exporter", stdin=stdin) as process:
+        yield Exporter(process, f"http://127.0.0.1:{port}")

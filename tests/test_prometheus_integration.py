@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
 import httpx
 import pytest
@@ -25,7 +22,7 @@ import yaml
 from exporter.mixin.build import write
 from exporter.mixin.config import MixinConfig
 from exporter.mixin.dashboards import dashboards
-from helpers import POLL_SECONDS, free_port
+from helpers import cli, free_port, running_process
 from servers import Webhook, http_server
 
 FAST = MixinConfig(
@@ -40,40 +37,6 @@ FAST = MixinConfig(
 )
 ACCEPTANCE_ALERTS = {"SpecDecodeAcceptanceLengthLow", "SpecDecodeAcceptanceDropped", "SpecDecodePositionZeroCollapse"}
 DEADLINE = 150.0
-
-
-def _wait_http(url: str, process: subprocess.Popen[bytes], what: str) -> None:
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        assert process.poll() is None, f"{what} exited: " + (process.stdout.read().decode() if process.stdout else "")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(POLL_SECONDS)
-    raise AssertionError(f"{what} did not come up at {url}")
-
-
-@contextmanager
-def process(command: list[str], ready_url: str, what: str) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait_http(ready_url, proc, what)
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-
-
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "exporter.cli", *args]
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +54,10 @@ def stack(tmp_path_factory) -> Iterator[dict]:  # type: ignore[type-arg]
                     "--log-file", str(tmp / f"{name}.log")]
             if name == "dropoff":
                 args += ["--drop-after", "40"]
-            stack.enter_context(process(cli(*args), f"http://{sims[name]}/health", f"simulator {name}"))
+            stack.enter_context(running_process(cli(*args), f"http://{sims[name]}/health", f"simulator {name}"))
         targets = [arg for address in sims.values() for arg in ("--target", f"http://{address}/metrics")]
         sidecar = f"127.0.0.1:{ports['sidecar']}"
-        stack.enter_context(process(
+        stack.enter_context(running_process(
             cli("serve", *targets, "--log", str(tmp / "dropoff.log"), "--from-start",
                 "--pair", f"{tmp / 'dropoff.log'}=http://{sims['dropoff']}/metrics",
                 "--scrape-interval", "1", "--window", "30s,2m", "--health-window", "30s", "--listen", sidecar),
@@ -105,7 +68,7 @@ def stack(tmp_path_factory) -> Iterator[dict]:  # type: ignore[type-arg]
             "receivers": [{"name": "test", "webhook_configs": [{"url": f"{hook_url}/alerts", "send_resolved": False}]}],
         }))
         am = f"127.0.0.1:{ports['alertmanager']}"
-        stack.enter_context(process(
+        stack.enter_context(running_process(
             [alertmanager, f"--config.file={tmp / 'alertmanager.yml'}", f"--storage.path={tmp / 'am-data'}",
              f"--web.listen-address={am}", "--cluster.listen-address="],
             f"http://{am}/-/ready", "alertmanager",
@@ -120,7 +83,7 @@ def stack(tmp_path_factory) -> Iterator[dict]:  # type: ignore[type-arg]
             ],
         }))
         prom = f"127.0.0.1:{ports['prometheus']}"
-        stack.enter_context(process(
+        stack.enter_context(running_process(
             [prometheus, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'prom-data'}",
              f"--web.listen-address={prom}"],
             f"http://{prom}/-/ready", "prometheus",

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +16,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from helpers import DEADLINE_SECONDS, POLL_SECONDS, free_port
+from helpers import cli, free_port, running_process
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -32,6 +29,7 @@ ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     assert shutil.which(CHROMIUM), "Debian's chromium is missing: scripts/test installs it"
+    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield browser
@@ -41,29 +39,12 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def demo() -> Iterator[str]:
     port = free_port()
-    command = [
-        sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{port}", "--drop-after", "15",
+    command = cli(
+        "demo", "--listen", f"127.0.0.1:{port}", "--drop-after", "15",
         "--log-interval", "1", "--window", "10s,2m", "--health-window", "10s", "--seed", "3",
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + DEADLINE_SECONDS
-        while True:
-            assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
-            try:
-                if httpx.get(base + "/-/healthy", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < end, "demo did not start"
-            time.sleep(POLL_SECONDS)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
-        if process.stdout:
-            process.stdout.close()
+    )
+    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "demo"):
+        yield f"http://127.0.0.1:{port}"
 
 
 def log_card(page: Page):  # type: ignore[no-untyped-def]
@@ -98,20 +79,10 @@ def test_empty_state_and_dark_mode(browser, tmp_path):
     port = free_port()
     log = tmp_path / "vllm.log"
     log.write_text("")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
+    command = cli("serve", "--log", str(log), "--listen", f"127.0.0.1:{port}")
+    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "sidecar"):
         page = browser.new_page(color_scheme="dark")
-        end = time.monotonic() + DEADLINE_SECONDS
-        while True:
-            try:
-                page.goto(f"http://127.0.0.1:{port}/")
-                break
-            except Exception:
-                assert time.monotonic() < end and process.poll() is None
-                time.sleep(POLL_SECONDS)
+        page.goto(f"http://127.0.0.1:{port}/")
         page.wait_for_selector("#empty:not([hidden])", timeout=20_000)
         assert "No spec-decode data yet" in page.inner_text("#empty")
         assert str(log) in page.inner_text("#empty-sources")
@@ -119,9 +90,6 @@ def test_empty_state_and_dark_mode(browser, tmp_path):
         assert background == "rgb(15, 17, 21)"  # the dark palette
         page.screenshot(path=str(ARTIFACTS / "status-page-empty-dark.png"))
         page.close()
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 def test_page_assets_are_served_locally_and_small():
