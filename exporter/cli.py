@@ -266,5 +266,38 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
     )
 
 
+@main.command("check-config")
+@click.argument("drafter", type=click.Path(exists=False))
+@option("--target", "target_path", type=click.Path(exists=False), help="The target model's directory or config.json.")
+@option("--k", "num_speculative_tokens", type=click.IntRange(min=1), help="num_speculative_tokens you serve with.")
+@option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Report format.")
+def check_config(drafter: str, target_path: str | None, num_speculative_tokens: int | None, output_format: str) -> None:
+    """Lint a drafter's config.json against its target's (DFlash, EAGLE/EAGLE-3, MTP, draft models).
+
+    DRAFTER and --target are model directories or config.json files. Exit status: 0 clean,
+    1 warnings, 2 errors, 3 the files could not be read.
+    """
+    from exporter.checkconfig import check, exit_status, findings_json, load_model
+
+    try:
+        draft = load_model(drafter)
+        target = load_model(target_path) if target_path else None
+    except ValueError as error:
+        click.echo(f"check-config: {error}", err=True)
+        sys.exit(3)
+    findings = check(draft, target, num_speculative_tokens)
+    if output_format == "json":
+        click.echo(json.dumps(findings_json(findings, draft, target), indent=2))
+    else:
+        kind = findings_json(findings, draft, target)["kind"]
+        click.echo(f"{drafter}: a {kind} drafter" + (f", checked against {target_path}" if target_path else ""))
+        for finding in findings:
+            click.echo(f"  {finding.severity.upper():7} {finding.field}: found {finding.found}, expected {finding.expected}")
+            click.echo(f"          {finding.why}")
+        counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+        click.echo(f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} notes")
+    sys.exit(exit_status(findings))
+
+
 if __name__ == "__main__":
     main()
