@@ -34,8 +34,8 @@ def option(*decls: str, **kwargs: Any):  # type: ignore[no-untyped-def]
 
 def _derive_options(func):  # type: ignore[no-untyped-def]
     """Options shared by `serve` and `analyze`: how numbers are judged."""
-    func = option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file with [health] thresholds and [draft_token_cost] per method.")(func)
-    func = option("--draft-token-cost", type=click.FloatRange(min=0.0), help="Cost of one draft token relative to one target step, for every method (overrides the per-method table).")(func)
+    func = option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file with [health] thresholds and [draft_cost] per drafter method or model.")(func)
+    func = option("--draft-token-cost", type=click.FloatRange(min=0.0), help="Cost of one draft token relative to one target step, for every series (replaces per_token of the cost model).")(func)
     func = option("--model-name", help="model_name label to use instead of the served model name found in the log.")(func)
     func = option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, help="Container framing of the log: docker json-file, Kubernetes CRI, plain, or detect per file.")(func)
     return func

@@ -5,8 +5,12 @@ The config file (TOML, `--config`) holds what is too detailed for flags:
     [health]                 # every field of verdict.HealthThresholds
     degraded_relative_drop = 0.3
 
-    [draft_token_cost]       # cost of one draft token relative to one target step, per method
-    eagle3 = 0.04
+    [draft_cost.eagle3]      # the step-cost model per drafter method (exporter/cost.py)
+    per_token = 0.03
+    verify_per_token = 0.01
+
+    [draft_cost.model."Qwen/Qwen3-8B"]   # or per served model (series), which wins over the method
+    per_block = 0.1
 """
 
 from __future__ import annotations
@@ -16,30 +20,15 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from exporter.cost import DEFAULT_COSTS, FALLBACK_COST, DraftCost
 from exporter.sources.container import LogFormat
 from exporter.verdict import HealthThresholds
 
 DEFAULT_PORT = 9847  # chosen outside the ports of the well-known exporters (9100 node, 9090 prometheus, …)
 DEFAULT_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
 DEFAULT_WINDOWS = ("1m", "5m", "1h")
-
-# Cost of drafting one token, relative to one verification step of the target. Rough defaults by
-# how the drafter works: n-gram lookup is nearly free; EAGLE/MTP heads run one small layer per
-# token; a separate draft model runs a whole (small) model per token; DFlash drafts a block in one
-# parallel pass, so each extra position costs little. Issue #9 calibrates these.
-DEFAULT_DRAFT_TOKEN_COST: Mapping[str, float] = {
-    "ngram": 0.01,
-    "suffix": 0.01,
-    "eagle": 0.05,
-    "eagle3": 0.05,
-    "mtp": 0.05,
-    "medusa": 0.05,
-    "dflash": 0.02,
-    "draft_model": 0.1,
-}
-FALLBACK_DRAFT_TOKEN_COST = 0.05  # method unknown
-
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names the key and the value."""
@@ -50,18 +39,23 @@ class DeriveSettings:
     """What the derive layer needs beyond the data: costs and verdict thresholds."""
 
     thresholds: HealthThresholds = field(default_factory=HealthThresholds)
-    draft_token_cost: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DRAFT_TOKEN_COST))
-    draft_token_cost_override: float | None = None
+    method_costs: Mapping[str, DraftCost] = field(default_factory=lambda: dict(DEFAULT_COSTS))
+    model_costs: Mapping[str, DraftCost] = field(default_factory=dict)
+    draft_token_cost_override: float | None = None  # --draft-token-cost: per_token for every series
     health_window: str = "5m"  # the window `specdecode_health` judges; the longest is its baseline
     stale_after: float = 300.0  # a source down this long stops exporting windowed gauges and a verdict
 
-    def cost_for(self, method: str | None) -> float:
-        """The per-draft-token cost for a drafter method (the override wins)."""
+    def cost_for(self, method: str | None, model_name: str | None = None) -> DraftCost:
+        """The step-cost model of a series: by model, else by drafter method, else the fallback."""
+        if model_name is not None and model_name in self.model_costs:
+            cost = self.model_costs[model_name]
+        elif method is not None and method in self.method_costs:
+            cost = self.method_costs[method]
+        else:
+            cost = FALLBACK_COST
         if self.draft_token_cost_override is not None:
-            return self.draft_token_cost_override
-        if method is not None and method in self.draft_token_cost:
-            return self.draft_token_cost[method]
-        return FALLBACK_DRAFT_TOKEN_COST
+            cost = dataclasses.replace(cost, per_token=self.draft_token_cost_override)
+        return cost
 
 
 @dataclass(frozen=True)
@@ -102,7 +96,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 def load_derive_settings(
     path: str | None, cost_override: float | None = None, health_window: str = "5m", stale_after: float = 300.0
 ) -> DeriveSettings:
-    """Read `[health]` and `[draft_token_cost]` from a TOML file (or defaults when no file)."""
+    """Read `[health]` and `[draft_cost]` from a TOML file (or defaults when no file)."""
     if path is None:
         return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window, stale_after=stale_after)
     try:
@@ -111,12 +105,12 @@ def load_derive_settings(
         raise ConfigError(f"--config: cannot read {path!r}: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"--config: {path!r} is not valid TOML: {error}") from None
-    unknown = set(data) - {"health", "draft_token_cost"}
+    unknown = set(data) - {"health", "draft_cost"}
     if unknown:
         raise ConfigError(f"--config: unknown section(s) {sorted(unknown)} in {path!r}")
     return DeriveSettings(
         thresholds=_thresholds(data.get("health", {})),
-        draft_token_cost={**DEFAULT_DRAFT_TOKEN_COST, **_costs(data.get("draft_token_cost", {}))},
+        **_costs(data.get("draft_cost", {})),
         draft_token_cost_override=cost_override,
         health_window=health_window,
         stale_after=stale_after,
@@ -136,10 +130,31 @@ def _thresholds(section: Mapping[str, object]) -> HealthThresholds:
     return dataclasses.replace(defaults, **values)  # type: ignore[arg-type]
 
 
-def _costs(section: Mapping[str, object]) -> dict[str, float]:
-    costs = {}
-    for method, raw in section.items():
+def _costs(section: Mapping[str, Any]) -> dict[str, dict[str, DraftCost]]:
+    """`[draft_cost.<method>]` and `[draft_cost.model."<name>"]` tables → DraftCost objects."""
+    if not isinstance(section, dict):
+        raise ConfigError("[draft_cost] must be a table")
+    methods = dict(DEFAULT_COSTS)
+    models: dict[str, DraftCost] = {}
+    for key, table in section.items():
+        if key == "model":
+            if not isinstance(table, dict):
+                raise ConfigError('[draft_cost.model] must hold tables like [draft_cost.model."my-model"]')
+            for model, model_table in table.items():
+                models[model] = _cost(f'draft_cost.model."{model}"', model_table, methods.get("", FALLBACK_COST))
+        else:
+            methods[key] = _cost(f"draft_cost.{key}", table, methods.get(key, FALLBACK_COST))
+    return {"method_costs": methods, "model_costs": models}
+
+
+def _cost(where: str, table: Any, base: DraftCost) -> DraftCost:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{where}] must be a table of per_token, per_block, verify_per_token")
+    values: dict[str, float] = {}
+    for name, raw in table.items():
+        if name not in DraftCost.__dataclass_fields__:
+            raise ConfigError(f"[{where}] {name}: unknown (known: per_token, per_block, verify_per_token)")
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw < 0:
-            raise ConfigError(f"[draft_token_cost] {method}: expected a number ≥ 0, got {raw!r}")
-        costs[method] = float(raw)
-    return costs
+            raise ConfigError(f"[{where}] {name}: expected a number ≥ 0, got {raw!r}")
+        values[name] = float(raw)
+    return dataclasses.replace(base, **values)

@@ -42,7 +42,7 @@ def _quantities(derived: Derived) -> dict[str, float | None]:
     return {"mean_acceptance_length": derived.mean_acceptance_length, "draft_acceptance_ratio": derived.draft_acceptance_ratio}
 
 
-def cross_check(snapshot: Snapshot, pairs: Mapping[str, str], cost: float = 0.0) -> list[Disagreement]:
+def cross_check(snapshot: Snapshot, pairs: Mapping[str, str]) -> list[Disagreement]:
     """Compare every paired (metrics target → log path) series over every window both have data in."""
     by_key: dict[tuple[str, str, str], SeriesSnapshot] = {
         (s.key.upstream, s.key.model_name, s.key.engine): s for s in snapshot.series
@@ -56,7 +56,7 @@ def cross_check(snapshot: Snapshot, pairs: Mapping[str, str], cost: float = 0.0)
             if log_series is None:
                 continue
             for window, totals in metrics_series.windows.items():
-                from_metrics, from_log = derive(totals, cost), derive(log_series.windows.get(window, totals), cost)
+                from_metrics, from_log = derive(totals), derive(log_series.windows.get(window, totals))
                 if from_metrics is None or from_log is None or log_series.windows.get(window) is None:
                     continue
                 log_values, metrics_values = _quantities(from_log), _quantities(from_metrics)

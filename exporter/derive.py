@@ -6,7 +6,7 @@ With D, T, A, A_i summed over a window:
   c_i = r_i / r_{i-1}, c_0 = r_0 (conditional: where the chain breaks)
   α = A/T (draft acceptance ratio); T/D (mean draft length, below k when drafts are shortened)
   E(k') = 1 + Σ_{i<k'} r_i (expected tokens per step drafting only k' positions)
-  speed-up(k') = E(k') / (1 + k'·c), c = cost of one draft token relative to a target step
+  speed-up(k') = E(k') / step(k'), with step(k') from the drafter's cost model (exporter/cost.py)
   recommended k = argmax speed-up(k') over k' = 0..k (0 = speculation does not pay)
 A window with D = 0 yields nothing: absent, never zero or NaN.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from exporter.cost import FALLBACK_COST, DraftCost, speedup_curve
 from exporter.window import Totals
 
 
@@ -36,6 +37,7 @@ class Derived:
     recommended_speculative_tokens: int | None
     num_speculative_tokens: int | None
     seconds: float | None  # summed lengths of the window's intervals
+    cost: DraftCost = FALLBACK_COST
 
 
 def position_acceptance(accepted_per_position: tuple[int, ...], drafts: int) -> tuple[float, ...]:
@@ -61,17 +63,12 @@ def expected_tokens_per_step(rates: tuple[float, ...]) -> tuple[float, ...]:
     return tuple(values)
 
 
-def speedup_curve(expected: tuple[float, ...], draft_token_cost: float) -> tuple[float, ...]:
-    """E(k') / (1 + k'·c): tokens per unit of target-step time when drafting k' tokens."""
-    return tuple(value / (1.0 + k * draft_token_cost) for k, value in enumerate(expected))
-
-
 def recommended_speculative_tokens(speedup: tuple[float, ...]) -> int:
     """The k' with the best speed-up; ties go to the smaller k' (same gain, less work)."""
     return max(range(len(speedup)), key=lambda k: (speedup[k], -k))
 
 
-def derive(totals: Totals, draft_token_cost: float) -> Derived | None:
+def derive(totals: Totals, cost: DraftCost = FALLBACK_COST) -> Derived | None:
     """All derived values for one window; None when nothing was drafted in it."""
     if totals.draft_tokens <= 0:
         return None
@@ -80,7 +77,7 @@ def derive(totals: Totals, draft_token_cost: float) -> Derived | None:
         drafts = None
     rates = position_acceptance(totals.accepted_per_position, drafts) if drafts else ()
     expected = expected_tokens_per_step(rates) if rates else ()
-    speedup = speedup_curve(expected, draft_token_cost) if expected else ()
+    speedup = speedup_curve(expected, cost) if expected else ()
     seconds = totals.seconds if totals.seconds > 0 else None
     return Derived(
         drafts=drafts,
@@ -97,4 +94,5 @@ def derive(totals: Totals, draft_token_cost: float) -> Derived | None:
         recommended_speculative_tokens=recommended_speculative_tokens(speedup) if speedup else None,
         num_speculative_tokens=totals.k if totals.k is not None else (len(rates) or None),
         seconds=seconds,
+        cost=cost,
     )

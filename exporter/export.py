@@ -106,7 +106,7 @@ class SpecDecodeCollector(Collector):
             add(names.ACCEPTED_PER_POSITION, [*labels, str(position)], count)
 
     def _windowed(self, series: SeriesSnapshot, labels: list[str], windows: list[str], add: Add) -> None:
-        cost = self.settings.cost_for(series.config.method)
+        cost = self.settings.cost_for(series.config.method, series.key.model_name)
         derived = {name: derive(series.windows[name], cost) for name in windows}
         for name, values in derived.items():
             if values is not None:

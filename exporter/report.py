@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from exporter.config import DeriveSettings
+from exporter.cost import DraftCost
 from exporter.crosscheck import cross_check
 from exporter.derive import Derived, derive
 from exporter.store import SeriesSnapshot, Snapshot
@@ -62,7 +63,7 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
 
 def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str = "lifetime") -> dict[str, Any]:
     """One series over its lifetime (analyze) or over a named window, with its verdict."""
-    cost = settings.cost_for(series.config.method)
+    cost = settings.cost_for(series.config.method, series.key.model_name)
     totals = series.lifetime if span == "lifetime" else series.windows[span]
     current = derive(totals, cost)
     baseline = _baseline(series, span, cost)
@@ -81,7 +82,7 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "method": series.config.method,
         "draft_model": series.config.draft_model,
         "server_version": series.config.server_version,
-        "draft_token_cost": cost,
+        "cost_model": cost.describe(),
         "health": verdict(current, baseline, settings.thresholds),
         "reason": explain(verdict(current, baseline, settings.thresholds), current, baseline, settings.thresholds),
         "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],
@@ -91,7 +92,7 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
     return report
 
 
-def _baseline(series: SeriesSnapshot, span: str, cost: float) -> Derived | None:
+def _baseline(series: SeriesSnapshot, span: str, cost: DraftCost) -> Derived | None:
     """The longest window is the baseline the shorter ones are judged against."""
     if span == "lifetime" or not series.windows:
         return None

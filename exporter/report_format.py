@@ -45,18 +45,16 @@ def render_table(report: dict[str, Any]) -> str:
             f"draft acceptance α = {'—' if ratio is None else f'{100 * ratio:.1f}%'}   "
             f"mean draft length {_num(s['mean_draft_length'], '.2f')}"
         )
-        out.append(
-            f"  recommended k = {_num(s['recommended_speculative_tokens'], 'd')} "
-            f"(draft token cost {s['draft_token_cost']:.2f})   verdict: {s['health']}"
-        )
+        out.append(f"  recommended k = {_num(s['recommended_speculative_tokens'], 'd')}   verdict: {s['health']} — {s['reason']}")
+        out.append(f"  speed-up model: {s['cost_model']}")
         if s["position_acceptance"]:
             out.append("")
-            out.append("    pos  accepted   rate  conditional   E(k')  speed-up")
+            out.append("    pos  accepted   rate  conditional   E(k'=pos+1)  speed-up(k'=pos+1)")
             for i, rate in enumerate(s["position_acceptance"]):
                 out.append(
                     f"  {i:>5}  {_at(s['accepted_per_position'], i) or 0:>8}  {rate:.3f}"
-                    f"        {_num(_at(s['conditional_acceptance'], i))}  {_num(_at(s['expected_tokens_per_step'], i + 1))}"
-                    f"     {_num(_at(s['speedup_estimate'], i + 1))}"
+                    f"        {_num(_at(s['conditional_acceptance'], i))}        {_num(_at(s['expected_tokens_per_step'], i + 1))}"
+                    f"              {_num(_at(s['speedup_estimate'], i + 1))}"
                 )
         out.append("")
     if not report["series"]:

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from helpers import DEADLINE_SECONDS, POLL_SECONDS, free_port, parse_samples, value
+from helpers import DEADLINE_SECONDS, POLL_SECONDS, free_port, parse_samples, value, wait_http
 
 
 def test_demo_prints_urls_serves_both_sources_and_stops_cleanly_on_ctrl_c():
@@ -29,6 +29,7 @@ def test_demo_prints_urls_serves_both_sources_and_stops_cleanly_on_ctrl_c():
         text = "".join(lines)
         assert f"http://127.0.0.1:{port}/" in text and "/api/v1/status" in text
         log_path = re.search(r"log: (\S+)", text).group(1)  # type: ignore[union-attr]
+        wait_http(f"http://127.0.0.1:{port}/-/healthy", process, "demo")  # URLs are printed just before it binds
         end = time.monotonic() + DEADLINE_SECONDS
         while True:
             samples = parse_samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text)

@@ -6,19 +6,22 @@ from datetime import datetime
 
 import pytest
 
-from exporter.derive import (
-    conditional_acceptance,
-    derive,
-    expected_tokens_per_step,
-    recommended_speculative_tokens,
-    speedup_curve,
-)
+from hypothesis import given
+from hypothesis import strategies as st
+
+from exporter.cost import DEFAULT_COSTS, DraftCost, speedup_curve
+from exporter.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
 from exporter.parse.timestamps import resolve_log_time
 from exporter.records import Interval, SeriesKey
 from exporter.verdict import HealthThresholds, verdict
 from exporter.window import RollingWindow, Totals, parse_duration
 
 KEY = SeriesKey("log", "m", "0", "log")
+
+
+def per_token(cost: float) -> DraftCost:
+    """The plain per-token model (no block or verification cost) the hand-computed cases use."""
+    return DraftCost(per_token=cost, per_block=0.0, verify_per_token=0.0)
 
 
 def interval(end: float, drafts: int, positions: tuple[int, ...], draft_tokens: int | None = None) -> Interval:
@@ -38,7 +41,7 @@ def test_windows_pool_sums_instead_of_averaging_ratios():
     window = RollingWindow(60)
     window.add(interval(10, 1000, (900,)))  # r0 = 0.9 over many drafts
     window.add(interval(20, 10, (1,)))  # r0 = 0.1 over few drafts
-    derived = derive(window.totals(now=25), 0.0)
+    derived = derive(window.totals(now=25), per_token(0.0))
     assert derived.position_acceptance[0] == pytest.approx(901 / 1010)  # not (0.9 + 0.1) / 2
 
 
@@ -49,12 +52,12 @@ def test_windows_evict_old_intervals_and_become_empty():
     assert window.totals(now=65).accepted_tokens == 70
     assert window.totals(now=75).accepted_tokens == 20  # the interval that ended at 10 left the window
     assert window.totals(now=200).intervals == 0
-    assert derive(window.totals(now=200), 0.05) is None  # no drafts: absent, not zero
+    assert derive(window.totals(now=200), per_token(0.05)) is None  # no drafts: absent, not zero
 
 
 def test_identities_on_the_capture_ground_truth():
     rates = [0.615, 0.453, 0.405, 0.372, 0.346, 0.328, 0.310, 0.293]
-    derived = derive(totals_for(rates), 0.1)
+    derived = derive(totals_for(rates), per_token(0.1))
     assert derived.mean_acceptance_length == pytest.approx(1 + sum(derived.position_acceptance))
     assert derived.conditional_acceptance[1] == pytest.approx(0.453 / 0.615, abs=1e-3)
     assert derived.mean_draft_length == 8
@@ -68,9 +71,9 @@ def test_conditional_rate_after_a_never_accepted_position_is_unknown():
 def test_expected_tokens_and_recommendation():
     expected = expected_tokens_per_step((0.72, 0.50, 0.30, 0.18, 0.05, 0.01))
     assert expected == pytest.approx((1, 1.72, 2.22, 2.52, 2.70, 2.75, 2.76))
-    assert recommended_speculative_tokens(speedup_curve(expected, 0.0)) == 6
-    assert recommended_speculative_tokens(speedup_curve(expected, 0.1)) == 3
-    assert recommended_speculative_tokens(speedup_curve((1.0, 1.01, 1.02), 0.5)) == 0  # speculation does not pay
+    assert recommended_speculative_tokens(speedup_curve(expected, per_token(0.0))) == 6
+    assert recommended_speculative_tokens(speedup_curve(expected, per_token(0.1))) == 3
+    assert recommended_speculative_tokens(speedup_curve((1.0, 1.01, 1.02), per_token(0.5))) == 0  # speculation does not pay
 
 
 THRESHOLDS = HealthThresholds()
@@ -89,15 +92,15 @@ DFLASH_BROKEN = [0.11, 0.0] + [0.0] * 13  # stale config.json: L 1.1, position 0
     ],
 )
 def test_verdicts(rates, cost, baseline, expected):
-    base = derive(totals_for(baseline), cost) if baseline else None
-    assert verdict(derive(totals_for(rates), cost), base, THRESHOLDS) == expected
+    base = derive(totals_for(baseline), per_token(cost)) if baseline else None
+    assert verdict(derive(totals_for(rates), per_token(cost)), base, THRESHOLDS) == expected
 
 
 def test_too_few_drafts_is_no_data_and_floor_gives_degraded():
-    assert verdict(derive(totals_for([0.9], drafts=10), 0.05), None, THRESHOLDS) == "no_data"
+    assert verdict(derive(totals_for([0.9], drafts=10), per_token(0.05)), None, THRESHOLDS) == "no_data"
     assert verdict(None, None, THRESHOLDS) == "no_data"
     floor = HealthThresholds(degraded_min_mean_acceptance_length=2.5)
-    assert verdict(derive(totals_for([0.6, 0.4, 0.2]), 0.0), None, floor) == "degraded"
+    assert verdict(derive(totals_for([0.6, 0.4, 0.2]), per_token(0.0)), None, floor) == "degraded"
 
 
 def test_durations():
@@ -113,3 +116,36 @@ def test_year_comes_from_the_reference_across_new_year():
     assert resolve_log_time("01-01 00:00:10", new_year) == datetime(2027, 1, 1, 0, 0, 10).timestamp()
     assert resolve_log_time("02-29 12:00:00", datetime(2027, 6, 1).timestamp()) == datetime(2024, 2, 29, 12).timestamp()
     assert resolve_log_time("13-45 99:00:00", new_year) is None
+
+
+curves = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=16).map(
+    lambda values: tuple(sorted(values, reverse=True))  # r_i never increases with i
+)
+costs = st.builds(DraftCost, st.floats(0.0, 0.5), st.floats(0.0, 0.5), st.floats(0.0, 0.1))
+
+
+@given(curves, costs)
+def test_recommendation_is_the_brute_force_argmax_and_never_above_k(rates, cost):
+    curve = speedup_curve(expected_tokens_per_step(rates), cost)
+    best = recommended_speculative_tokens(curve)
+    assert 0 <= best <= len(rates)
+    brute = max(range(len(rates) + 1), key=lambda k: ((1 + sum(rates[:k])) / cost.step(k), -k))
+    assert best == brute
+
+
+@given(curves, costs, st.floats(0.0, 0.5), st.sampled_from(["per_token", "verify_per_token"]))
+def test_recommendation_never_grows_when_drafting_gets_dearer(rates, cost, extra, which):
+    from dataclasses import replace
+
+    dearer = replace(cost, **{which: getattr(cost, which) + extra})
+    expected = expected_tokens_per_step(rates)
+    cheap = recommended_speculative_tokens(speedup_curve(expected, cost))
+    costly = recommended_speculative_tokens(speedup_curve(expected, dearer))
+    assert costly <= cheap
+
+
+def test_default_costs_on_the_real_cases():
+    fixed_dflash = derive(totals_for(DFLASH_FIXED), DEFAULT_COSTS["dflash"])
+    assert fixed_dflash.recommended_speculative_tokens <= 6  # of 15 drafted
+    capture = derive(totals_for([0.615, 0.453, 0.405, 0.372, 0.346, 0.328, 0.310, 0.293]), DEFAULT_COSTS["draft_model"])
+    assert capture.recommended_speculative_tokens == 8
