@@ -18,13 +18,15 @@ from exporter import __version__ as VERSION
 from exporter import metric_names as names
 from exporter.config import DeriveSettings
 from exporter.crosscheck import cross_check
-from exporter.derive import Derived, derive
+from exporter.assess import assess
+from exporter.derive import Derived
 from exporter.labels import clean
 from exporter.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
-from exporter.verdict import STATES, verdict
+from exporter.verdict import STATES
 from exporter.window import parse_duration
 
 Add = Callable[[names.MetricSpec, list[str], float], None]
+Info = Callable[[names.MetricSpec, dict[str, str]], None]
 
 
 def _family(spec: names.MetricSpec) -> Metric:
@@ -76,8 +78,8 @@ class SpecDecodeCollector(Collector):
         for series in snapshot.series:
             labels = _series_labels(series)
             self._counters(series, labels, add)
-            if series.key.upstream not in stale:
-                self._windowed(series, labels, windows, add)
+            if series.key.upstream not in stale and windows:
+                self._windowed(series, labels, windows, add, info)
         for sample in snapshot.samples:
             if sample.key.upstream in stale:
                 continue
@@ -105,18 +107,17 @@ class SpecDecodeCollector(Collector):
         for position, count in enumerate(life.accepted_per_position):
             add(names.ACCEPTED_PER_POSITION, [*labels, str(position)], count)
 
-    def _windowed(self, series: SeriesSnapshot, labels: list[str], windows: list[str], add: Add) -> None:
-        cost = self.settings.cost_for(series.config.method, series.key.model_name)
-        derived = {name: derive(series.windows[name], cost) for name in windows}
-        for name, values in derived.items():
-            if values is not None:
-                _window_gauges(values, [*labels, name], add)
-        if windows:
-            judged = self.settings.health_window if self.settings.health_window in derived else windows[0]
-            baseline = derived[windows[-1]] if windows[-1] != judged else None
-            state = verdict(derived[judged], baseline, self.settings.thresholds)
-            for candidate in STATES:
-                add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
+    def _windowed(self, series: SeriesSnapshot, labels: list[str], windows: list[str], add: Add, info: Info) -> None:
+        judged = self.settings.health_window if self.settings.health_window in windows else windows[0]
+        for name in windows:
+            assessment = assess(series, self.settings, name)
+            if assessment.derived is not None:
+                _window_gauges(assessment.derived, [*labels, name], add)
+            if name == judged:
+                state = assessment.verdict.state
+                for candidate in STATES:
+                    add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
+                info(names.VERDICT_INFO, {**dict(zip(names.SERIES_LABELS, labels)), "state": state, "reason": assessment.verdict.reason})
 
     @staticmethod
     def _config_info(snapshot: Snapshot, info: Callable[[names.MetricSpec, dict[str, str]], None]) -> None:
@@ -192,3 +193,5 @@ def _window_gauges(derived: Derived, w: list[str], add: Add) -> None:
             add(names.POSITION_CONDITIONAL, [*w, str(position)], conditional)
     if derived.recommended_speculative_tokens is not None:
         add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)
+    for k, speedup in enumerate(derived.speedup):
+        add(names.EXPECTED_SPEEDUP, [*w, str(k)], speedup)

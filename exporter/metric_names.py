@@ -63,6 +63,16 @@ WASTED_TOKENS_RATE = _m(
 HEALTH = _m(
     "health", "gauge", "Drafter health verdict (ok, wasteful, degraded, broken, no_data) over the health window against the longest window: 1 for the current state.", *S, "state"
 )
+VERDICT_INFO = _m(
+    "verdict_info", "info",
+    "Why the health verdict is what it is: a stable reason code (the sentence with the numbers is in /api/v1/status).",
+    *S, "state", "reason",
+)
+EXPECTED_SPEEDUP = _m(
+    "expected_speedup", "gauge",
+    "Estimated speed-up over plain decoding if only the first speculative_tokens positions were drafted (E(k)/step cost(k)).",
+    *W, "speculative_tokens",
+)
 INFO = _m(
     "info", "info", "Speculative config the server announced at startup.",
     "upstream", "model_name", "method", "num_speculative_tokens", "draft_model", "server_version",

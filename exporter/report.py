@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from exporter.assess import assess
 from exporter.config import DeriveSettings
-from exporter.cost import DraftCost
 from exporter.crosscheck import cross_check
-from exporter.derive import Derived, derive
+from exporter.derive import Derived
 from exporter.store import SeriesSnapshot, Snapshot
-from exporter.verdict import explain, verdict
 from exporter.window import Totals, parse_duration
 
 
@@ -63,12 +62,10 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
 
 def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str = "lifetime") -> dict[str, Any]:
     """One series over its lifetime (analyze) or over a named window, with its verdict."""
-    cost = settings.cost_for(series.config.method, series.key.model_name)
-    totals = series.lifetime if span == "lifetime" else series.windows[span]
-    current = derive(totals, cost)
-    baseline = _baseline(series, span, cost)
+    assessment = assess(series, settings, span)
+    current, totals = assessment.derived, assessment.totals
     k = series.config.num_speculative_tokens or (current.num_speculative_tokens if current else None)
-    report: dict[str, Any] = {
+    return {
         "upstream": series.key.upstream,
         "source": series.key.source,
         "model_name": series.key.model_name,
@@ -82,24 +79,20 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "method": series.config.method,
         "draft_model": series.config.draft_model,
         "server_version": series.config.server_version,
-        "cost_model": cost.describe(),
-        "health": verdict(current, baseline, settings.thresholds),
-        "reason": explain(verdict(current, baseline, settings.thresholds), current, baseline, settings.thresholds),
+        "cost_model": settings.cost_for(series.config.method, series.key.model_name).describe(),
+        "health": assessment.verdict.state,
+        "reason_code": assessment.verdict.reason,
+        "reason": assessment.verdict.message,
+        "baseline": None if assessment.baseline is None else {
+            "mean_acceptance_length": round(assessment.baseline.mean_acceptance_length, 6),
+            "drafts": round(assessment.baseline.drafts, 1),
+            "source": assessment.baseline.source,
+        },
+        "notes": list(assessment.notes),
         "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],
         "start": totals.start,
         "end": totals.end,
     }
-    return report
-
-
-def _baseline(series: SeriesSnapshot, span: str, cost: DraftCost) -> Derived | None:
-    """The longest window is the baseline the shorter ones are judged against."""
-    if span == "lifetime" or not series.windows:
-        return None
-    longest = max(series.windows, key=parse_duration)
-    if longest == span:
-        return None
-    return derive(series.windows[longest], cost)
 
 
 def snapshot_report(

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from exporter.app import Source, create_app
 from exporter.config import Settings
 from exporter.sources.logsource import LogSource
+from exporter.state import StateKeeper
 from exporter.sources.scrape import ScrapeSource
 from exporter.sources.targets import target_from_url
 from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
@@ -20,9 +21,11 @@ log = logging.getLogger(__name__)
 
 def build_app(settings: Settings) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
-    store = Store(settings.windows, max_series=settings.max_series)
+    store = Store(settings.windows, max_series=settings.max_series, baseline_half_life=settings.baseline_half_life)
     store.pairs = dict(settings.pairs)
     sources: list[Source] = []
+    if settings.state_dir:
+        sources.append(StateKeeper(store, settings.state_dir))
     paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
     if paths:
         sources.append(

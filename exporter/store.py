@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from exporter.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
 from exporter.records import Interval, SampledValues, SeriesKey, SpecConfig
 from exporter.window import RollingWindow, Totals
 
@@ -45,6 +46,7 @@ class SeriesSnapshot:
     last_update: float
     variant: str  # the log layout (or source format) most of this series' data came in
     timeline: tuple[tuple[float, float], ...] = ()  # (end, L) of recent intervals, when asked for
+    average: tuple[float, float] | None = None  # the slow average: (L, weight in drafts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +78,9 @@ class Snapshot:
 
 
 class _Series:
-    def __init__(self, key: SeriesKey, windows: Mapping[str, float]) -> None:
+    def __init__(self, key: SeriesKey, windows: Mapping[str, float], half_life: float) -> None:
         self.key = key
+        self.average = SlowAverage(half_life)
         self.lifetime = Totals()
         self.windows = {name: RollingWindow(seconds) for name, seconds in windows.items()}
         self.last_update = 0.0
@@ -93,7 +96,9 @@ class Store:
         *,
         max_series: int = 1000,
         clock: Callable[[], float] = time.time,
+        baseline_half_life: float = DEFAULT_HALF_LIFE_SECONDS,
     ) -> None:
+        self.baseline_half_life = baseline_half_life
         self.window_seconds = dict(windows or {})
         self.max_series = max_series
         self.clock = clock
@@ -104,15 +109,20 @@ class Store:
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
         self.pairs: dict[str, str] = {}  # metrics target URL → log path of the same server
+        self._restored: dict[SeriesKey, SlowAverage] = {}  # saved averages of series not seen yet
 
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
             series = self._series.get(interval.key)
             if series is None:
-                series = self._series[interval.key] = _Series(interval.key, self.window_seconds)
+                series = self._series[interval.key] = _Series(interval.key, self.window_seconds, self.baseline_half_life)
+                if interval.key in self._restored:
+                    series.average = self._restored.pop(interval.key)
                 self._enforce_cap()
             series.lifetime = series.lifetime.plus(interval)
             series.variants[interval.variant] += 1
+            if interval.drafts:
+                series.average.add(interval.accepted_tokens, interval.drafts, interval.end)
             for window in series.windows.values():
                 window.add(interval)
             series.last_update = self.clock()
@@ -163,6 +173,7 @@ class Store:
                     last_update=s.last_update,
                     variant=s.variants.most_common(1)[0][0] if s.variants else "",
                     timeline=_timeline(s, now, timeline_points) if timeline_points else (),
+                    average=(s.average.mean_acceptance_length, s.average.drafts) if s.average.mean_acceptance_length else None,
                 )
                 for s in sorted(self._series.values(), key=lambda s: _sort_key(s.key))
             )
@@ -189,6 +200,31 @@ class Store:
             samples = tuple(sorted(self._samples.values(), key=lambda s: _sort_key(s.key)))
             return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples)
 
+    def export_averages(self) -> list[dict[str, object]]:
+        """The slow averages, for the state dir."""
+        with self._lock:
+            live = [{"key": _key_json(s.key), **s.average.to_json()} for s in self._series.values() if s.average.drafts > 0]
+            waiting = [{"key": _key_json(key), **average.to_json()} for key, average in self._restored.items()]
+            return live + waiting
+
+    def import_averages(self, entries: list[dict[str, object]]) -> int:
+        """Restore slow averages saved by an earlier run (applied when each series reappears)."""
+        restored = 0
+        with self._lock:
+            for entry in entries:
+                try:
+                    key = SeriesKey(**entry["key"])  # type: ignore[arg-type]
+                    average = SlowAverage.from_json(entry, self.baseline_half_life)  # type: ignore[arg-type]
+                except (TypeError, KeyError, ValueError):
+                    continue
+                series = self._series.get(key)
+                if series is not None:
+                    series.average = average
+                else:
+                    self._restored[key] = average
+                restored += 1
+        return restored
+
     def _config_of(self, upstream: str) -> SpecConfig:
         """An upstream's config; a scrape target borrows what its paired log announced (method, draft)."""
         own = self._configs.get(upstream, SpecConfig())
@@ -212,6 +248,10 @@ def _timeline(series: _Series, now: float, points: int) -> tuple[tuple[float, fl
         for interval in longest.recent(points)
         if interval.drafts
     )
+
+
+def _key_json(key: SeriesKey) -> dict[str, str]:
+    return {"upstream": key.upstream, "model_name": key.model_name, "engine": key.engine, "source": key.source}
 
 
 def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:

@@ -37,64 +37,90 @@ class HealthThresholds:
     wasteful_min_gain: float = 0.03
 
 
-def verdict(current: Derived | None, baseline: Derived | None, thresholds: HealthThresholds) -> str:
-    """The verdict for `current`, judged against `baseline` (a longer window) when there is one."""
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """What a series normally does: its own earlier acceptance (a long window, or its slow average)."""
+
+    mean_acceptance_length: float
+    drafts: float
+    source: str  # e.g. "1h window" or "average (half-life 1h)"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: str  # one of STATES
+    reason: str  # a stable code, safe as a label value
+    message: str  # one sentence with the numbers behind it
+
+
+REASONS = {
+    "no_data": ("too_few_drafts", "drafts_unknown"),
+    "broken": ("position0_collapse",),
+    "degraded": ("below_floor", "dropped_vs_baseline"),
+    "wasteful": ("trailing_positions_wasted",),
+    "ok": ("all_positions_pay",),
+}
+
+
+def judge(current: Derived | None, baseline: Baseline | None, thresholds: HealthThresholds, window: str | None = None) -> Verdict:
+    """The verdict for `current` (judged against `baseline` when there is one), with its reason."""
+    over = f" over {window}" if window else ""
+    if current is not None and current.drafts is None and current.draft_tokens > 0:
+        return Verdict("no_data", "drafts_unknown", "this log layout does not print the number of drafts (vLLM ≤ 0.8.4): no L or per-position rates")
     if current is None or current.drafts is None or current.drafts < thresholds.min_drafts:
-        return "no_data"
+        drafts = 0 if current is None or current.drafts is None else current.drafts
+        return Verdict("no_data", "too_few_drafts", f"{drafts} drafts{over}; a verdict needs at least {thresholds.min_drafts}")
     length = current.mean_acceptance_length or 1.0
     position0 = current.position_acceptance[0] if current.position_acceptance else None
+    k = len(current.position_acceptance)
     if (
         length <= thresholds.broken_max_mean_acceptance_length
         and position0 is not None
         and position0 <= thresholds.broken_max_position0_acceptance
     ):
-        return "broken"
+        return Verdict(
+            "broken",
+            "position0_collapse",
+            f"position-0 acceptance {position0:.2f}{over} with {k} drafted positions (L {length:.2f}): the drafter is almost never "
+            "right — check the drafter's config against the target (specdecode-exporter check-config) and the serving "
+            "framework's integration",
+        )
     if length < thresholds.degraded_min_mean_acceptance_length:
-        return "degraded"
+        return Verdict("degraded", "below_floor", f"L {length:.2f}{over} is below the floor {thresholds.degraded_min_mean_acceptance_length:.2f}")
     if (
         baseline is not None
-        and baseline.drafts is not None
         and baseline.drafts >= thresholds.min_drafts
-        and baseline.mean_acceptance_length is not None
         and length - 1.0 < (1.0 - thresholds.degraded_relative_drop) * (baseline.mean_acceptance_length - 1.0)
     ):
-        return "degraded"
+        drop = 1 - (length - 1) / max(baseline.mean_acceptance_length - 1, 1e-9)
+        return Verdict(
+            "degraded",
+            "dropped_vs_baseline",
+            f"L fell from {baseline.mean_acceptance_length:.2f} ({baseline.source}) to {length:.2f}{over}: "
+            f"{drop:.0%} fewer accepted tokens per step",
+        )
     if current.speedup and current.recommended_speculative_tokens is not None:
         drafted = len(current.speedup) - 1
-        best = current.speedup[current.recommended_speculative_tokens]
-        if current.recommended_speculative_tokens < drafted and best > current.speedup[drafted] * (
-            1.0 + thresholds.wasteful_min_gain
-        ):
-            return "wasteful"
-    return "ok"
+        best = current.recommended_speculative_tokens
+        gain = current.speedup[best] / current.speedup[drafted] - 1 if current.speedup[drafted] > 0 else 0.0
+        if best < drafted and gain > thresholds.wasteful_min_gain:
+            return Verdict(
+                "wasteful",
+                "trailing_positions_wasted",
+                f"positions {best}–{drafted - 1} cost more than they return: drafting {best} instead of {drafted} "
+                f"would be about {gain:.0%} faster",
+            )
+    return Verdict("ok", "all_positions_pay", f"L {length:.2f}{over}, position 0 at {position0 or 0:.0%}; every drafted position pays for itself")
 
 
-def explain(state: str, current: Derived | None, baseline: Derived | None, thresholds: HealthThresholds) -> str:
-    """One line that says why the verdict is what it is, with the numbers behind it."""
-    if state == "no_data":
-        drafts = 0 if current is None or current.drafts is None else current.drafts
-        if current is not None and current.drafts is None:
-            return "this log layout does not tell the number of drafts (vLLM ≤ 0.8.4): no L or per-position rates"
-        return f"{drafts} drafts in the window; a verdict needs at least {thresholds.min_drafts}"
-    assert current is not None
-    length = current.mean_acceptance_length or 1.0
-    position0 = current.position_acceptance[0] if current.position_acceptance else 0.0
-    if state == "broken":
-        return (
-            f"L {length:.2f} with position-0 acceptance {position0:.0%}: the drafter barely ever agrees with the target "
-            "— check the drafter's config.json against the target (target_layer_ids, layer_types, sliding_window, mask_token_id)"
-        )
-    if state == "degraded":
-        if baseline is not None and baseline.mean_acceptance_length is not None and length >= thresholds.degraded_min_mean_acceptance_length:
-            drop = 1 - (length - 1) / max(baseline.mean_acceptance_length - 1, 1e-9)
-            return f"L fell from {baseline.mean_acceptance_length:.2f} to {length:.2f}: {drop:.0%} fewer accepted tokens per step than the baseline"
-        return f"L {length:.2f} is below the floor {thresholds.degraded_min_mean_acceptance_length:.2f}"
-    drafted = len(current.speedup) - 1
-    best = current.recommended_speculative_tokens
-    if state == "wasteful" and best is not None:
-        gain = current.speedup[best] / current.speedup[drafted] - 1
-        return (
-            f"positions {best}–{drafted - 1} cost more than they return: drafting {best} instead of {drafted} "
-            f"would be about {gain:.0%} faster"
-        )
-    return f"L {length:.2f}, position 0 at {position0:.0%}; every drafted position pays for itself"
+def verdict(current: Derived | None, baseline: Baseline | Derived | None, thresholds: HealthThresholds) -> str:
+    """The verdict's state alone (a Derived baseline is taken as a window baseline)."""
+    return judge(current, as_baseline(baseline), thresholds).state
+
+
+def as_baseline(value: Baseline | Derived | None, source: str = "baseline window") -> Baseline | None:
+    if value is None or isinstance(value, Baseline):
+        return value
+    if value.drafts is None or value.mean_acceptance_length is None:
+        return None
+    return Baseline(value.mean_acceptance_length, value.drafts, source)

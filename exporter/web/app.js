@@ -50,6 +50,7 @@ function card(entry, source, checks) {
     <h2>${esc(entry.model_name)} <span class="badge">engine ${esc(entry.engine)}</span><span class="badge">${esc(entry.source)}</span>
       <span class="verdict ${esc(entry.health)}">${esc(entry.health.replace("_", " "))}</span></h2>
     <p class="reason">${esc(entry.reason || "")}</p>
+    ${(entry.notes || []).map((n) => `<p class="muted note">${esc(n)}</p>`).join("")}
     <div class="numbers">
       <div><b class="mal">${fmt(entry.mean_acceptance_length)}</b><span>mean acceptance length</span></div>
       <div><b>${pct(entry.draft_acceptance_ratio)}</b><span>draft acceptance</span></div>

@@ -1,0 +1,62 @@
+"""Assess a series over a span: derive once, pick its baseline, judge, and note caveats.
+
+Shared by the report (analyze, /api/v1/status) and the collector, so both always say the same.
+The baseline is the series' slow average when it holds enough drafts, else its longest window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from exporter.config import DeriveSettings
+from exporter.derive import Derived, derive
+from exporter.store import SeriesSnapshot
+from exporter.verdict import Baseline, Verdict, as_baseline, judge
+from exporter.window import Totals, parse_duration
+
+SHORT_DRAFTS = 0.95  # drafts averaging under this share of k are "shortened"
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    span: str  # a window name, or "lifetime"
+    totals: Totals
+    derived: Derived | None
+    baseline: Baseline | None
+    verdict: Verdict
+    notes: tuple[str, ...]
+
+
+def _notes(derived: Derived | None, k: int | None) -> tuple[str, ...]:
+    if derived is None or derived.mean_draft_length is None or not k:
+        return ()
+    if derived.mean_draft_length < SHORT_DRAFTS * k:
+        return (
+            f"drafts average {derived.mean_draft_length:.1f} of k = {k} tokens (n-gram or dynamic draft length): a position "
+            "that was not drafted counts as rejected, so later positions — and the recommendation — understate what "
+            "full-length drafts would reach",
+        )
+    return ()
+
+
+def baseline_for(series: SeriesSnapshot, span: str, settings: DeriveSettings) -> Baseline | None:
+    if span == "lifetime":
+        return None
+    if series.average is not None and series.average[1] >= settings.thresholds.min_drafts:
+        length, weight = series.average
+        return Baseline(length, weight, "its slow average")
+    if not series.windows:
+        return None
+    longest = max(series.windows, key=parse_duration)
+    if longest == span:
+        return None
+    return as_baseline(derive(series.windows[longest], settings.cost_for(series.config.method, series.key.model_name)), f"{longest} window")
+
+
+def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifetime") -> Assessment:
+    totals = series.lifetime if span == "lifetime" else series.windows[span]
+    derived = derive(totals, settings.cost_for(series.config.method, series.key.model_name))
+    baseline = baseline_for(series, span, settings)
+    k = series.config.num_speculative_tokens or (derived.num_speculative_tokens if derived else None)
+    window = None if span == "lifetime" else span
+    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), _notes(derived, k))

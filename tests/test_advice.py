@@ -1,0 +1,88 @@
+"""The advice: recommended k with its curve, verdicts with reasons, notes, and baselines that survive restarts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from prometheus_client import CollectorRegistry
+
+from conftest import CAPTURE
+from exporter.config import DeriveSettings
+from exporter.export import SpecDecodeCollector
+from exporter.pipeline import LogPipeline
+from exporter.report import snapshot_report
+from exporter.simulate.scenarios import SCENARIOS
+from exporter.simulate.server import SimulatedServer
+from exporter.store import Store
+from helpers import running_exporter, value
+
+
+def simulated_report(name: str, seconds: float = 180.0) -> dict:  # type: ignore[type-arg]
+    server = SimulatedServer(SCENARIOS[name], seed=11, start_time=1796199535.0)
+    store = Store()
+    LogPipeline(store, f"{name}.log").consume(server.advance(seconds), read_at=0.0)
+    (series,) = snapshot_report(store.snapshot(), DeriveSettings())["series"]
+    return series
+
+
+def test_healthy_dflash_is_wasteful_with_a_small_recommended_k():
+    series = simulated_report("healthy")
+    assert series["num_speculative_tokens"] == 15
+    assert series["recommended_speculative_tokens"] <= 6
+    assert (series["health"], series["reason_code"]) == ("wasteful", "trailing_positions_wasted")
+    assert "instead of 15" in series["reason"]
+    assert "per drafted block" in series["cost_model"]  # DFlash drafts a block in one pass
+    assert len(series["speedup_estimate"]) == 16
+
+
+def test_broken_drafter_points_at_check_config():
+    series = simulated_report("broken")
+    assert (series["health"], series["reason_code"]) == ("broken", "position0_collapse")
+    assert "check-config" in series["reason"] and "with 15 drafted positions" in series["reason"]
+
+
+def test_shortened_drafts_say_so():
+    series = simulated_report("ngram")
+    assert series["notes"] and "understate" in series["notes"][0]
+    assert simulated_report("drop-off", 60.0)["notes"] == []
+
+
+def test_analyze_prints_the_recommendation_curve_and_its_assumptions():
+    table = subprocess.run([sys.executable, "-m", "exporter.cli", "analyze", str(CAPTURE / "server.log")], capture_output=True, text=True, timeout=60).stdout
+    assert "recommended k = 8" in table and "speed-up model: step cost 1 + 0.08 per draft token" in table
+    assert "speed-up(k'=pos+1)" in table
+
+
+def test_verdict_reason_and_speedup_curve_are_exported():
+    store = Store({"1h": 3600.0})
+    LogPipeline(store, "capture").consume(
+        (CAPTURE / "server.log").read_bytes().decode().split("\n"), read_at=__import__("time").time()
+    )
+    registry = CollectorRegistry()
+    registry.register(SpecDecodeCollector(store, DeriveSettings(health_window="1h")))
+    labels = {"upstream": "capture", "model_name": "target", "engine": "0", "source": "log"}
+    assert registry.get_sample_value("specdecode_verdict_info", {**labels, "state": "ok", "reason": "all_positions_pay"}) == 1
+    speedup = [registry.get_sample_value("specdecode_expected_speedup", {**labels, "window": "1h", "speculative_tokens": str(k)}) for k in range(9)]
+    assert speedup[0] == 1.0 and max(speedup) == speedup[8]
+
+
+def test_baselines_survive_a_restart_with_the_state_dir(tmp_path):
+    state = tmp_path / "state"
+    log = tmp_path / "vllm.log"
+    lines = (CAPTURE / "server.log").read_bytes().decode().split("\n")
+    log.write_text("\n".join(lines))
+    with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state)) as exporter:
+        exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == 31, "the capture")
+    saved = json.loads((state / "state.json").read_text())
+    (average,) = saved["averages"]
+    assert saved["version"] == 1 and average["drafts"] > 25_000
+    # restarted on a log that holds only the last two stats intervals: the baseline is the old run's
+    tail = [line for line in lines if "SpecDecoding" in line or "Engine 000" in line][-4:]
+    log.write_text("\n".join(lines[:30] + tail) + "\n")
+    with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state), "--window", "1m,5m") as exporter:
+        exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == 2, "the short log")
+        entry = next(s for s in exporter.get_json("/api/v1/status")["series"] if s["window"] == "1m")
+        assert entry["baseline"]["source"] == "its slow average"
+        assert entry["baseline"]["drafts"] > 25_000
