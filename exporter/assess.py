@@ -27,16 +27,25 @@ class Assessment:
     notes: tuple[str, ...]
 
 
-def _notes(derived: Derived | None, k: int | None) -> tuple[str, ...]:
+TREE_METHODS = ("ddtree", "tree")
+
+
+def _notes(derived: Derived | None, k: int | None, method: str | None) -> tuple[str, ...]:
+    notes: list[str] = []
+    if method in TREE_METHODS:
+        notes.append(
+            "tree drafting: vLLM counts every tree node as drafted but only the accepted path as accepted, so the draft "
+            "acceptance ratio is structurally low and the per-position rates are per depth — judge by L"
+        )
     if derived is None or derived.mean_draft_length is None or not k:
-        return ()
-    if derived.mean_draft_length < SHORT_DRAFTS * k:
-        return (
+        return tuple(notes)
+    if derived.mean_draft_length < SHORT_DRAFTS * k and method not in TREE_METHODS:
+        notes.append(
             f"drafts average {derived.mean_draft_length:.1f} of k = {k} tokens (n-gram or dynamic draft length): a position "
             "that was not drafted counts as rejected, so later positions — and the recommendation — understate what "
-            "full-length drafts would reach",
+            "full-length drafts would reach"
         )
-    return ()
+    return tuple(notes)
 
 
 def baseline_for(series: SeriesSnapshot, span: str, settings: DeriveSettings) -> Baseline | None:
@@ -59,4 +68,5 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
     baseline = baseline_for(series, span, settings)
     k = series.config.num_speculative_tokens or (derived.num_speculative_tokens if derived else None)
     window = None if span == "lifetime" else span
-    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), _notes(derived, k))
+    notes = _notes(derived, k, series.config.method)
+    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), notes)

@@ -86,3 +86,16 @@ def test_baselines_survive_a_restart_with_the_state_dir(tmp_path):
         entry = next(s for s in exporter.get_json("/api/v1/status")["series"] if s["window"] == "1m")
         assert entry["baseline"]["source"] == "its slow average"
         assert entry["baseline"]["drafts"] > 25_000
+
+
+def test_tree_drafting_is_judged_by_length_not_acceptance_ratio():
+    from dataclasses import replace
+
+    from exporter.assess import assess
+
+    store = Store()
+    server = SimulatedServer(replace(SCENARIOS["ngram"], method="ddtree"), seed=2, start_time=1796199535.0)
+    LogPipeline(store, "tree.log").consume(server.advance(60.0), read_at=0.0)
+    (series,) = store.snapshot().series
+    notes = assess(series, DeriveSettings()).notes
+    assert len(notes) == 1 and "tree drafting" in notes[0]  # and not the shortened-drafts note
