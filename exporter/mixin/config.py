@@ -54,3 +54,16 @@ class MixinConfig:
 
 
 DEFAULT = MixinConfig()
+
+
+# The compose and Kubernetes demos: hours become minutes so the drop-off alert fires within ~10
+# minutes of the simulator's drop. Record names keep the 5m rate window, so dashboards are shared.
+DEMO = MixinConfig(
+    baseline_window="5m",
+    baseline_offset="1m",
+    evaluation_interval="15s",
+    for_short="1m",
+    for_medium="1m",
+    for_long="2m",
+    disagreement_window="5m",
+)

@@ -83,7 +83,8 @@ def rule_names(counters: Counters, config: MixinConfig) -> dict[str, str]:
         "wasted": name(lvl, f"{m}_wasted_draft_tokens", f"rate{w}"),
         "position_accepted": name(f"{lvl}_position", f"{m}_accepted_tokens", f"rate{w}"),
         "mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", f"ratio_rate{w}"),
-        "baseline_mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", f"ratio_baseline{config.baseline_window}"),
+        # not named after its window: demo and production rule sets share one dashboard
+        "baseline_mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", "ratio_baseline"),
         "draft_acceptance": name(lvl, f"{m}_draft_acceptance", f"ratio_rate{w}"),
         "position_acceptance": name(f"{lvl}_position", f"{m}_position_acceptance", f"ratio_rate{w}"),
         "position_conditional": name(f"{lvl}_position", f"{m}_position_conditional_acceptance", f"ratio_rate{w}"),
