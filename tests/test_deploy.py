@@ -105,7 +105,7 @@ def manifests(variant: str) -> dict[str, dict]:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("variant", ["gpu", "demo"])
 def test_kubernetes_manifests_validate_against_the_schemas(variant):
-    for name, manifest in manifests(variant).items():
+    for manifest in manifests(variant).values():
         if manifest["kind"] in CUSTOM_KINDS:
             continue  # not in the Kubernetes schemas: checked against their sources below
         kubernetes_validate.validate(manifest, desired_version=kubernetes_validate.latest_version(), strict=True)

@@ -148,7 +148,7 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
         "configured_k": f"count by (upstream, source, model_name, engine) (specdecode_accepted_tokens_per_position_total{{{SIDECAR}}})",
         "wasted": f"specdecode_wasted_draft_tokens_per_second{{{SIDECAR}, {window}}}",
         "accepted_rate": f"sum by (upstream, source, model_name, engine) (rate(specdecode_accepted_tokens_total{{{SIDECAR}}}[$__rate_interval]))",
-        "disagreement": f'specdecode_source_disagreement_ratio{{job=~"$job", model_name=~"$model", engine=~"$engine"}}',
+        "disagreement": 'specdecode_source_disagreement_ratio{job=~"$job", model_name=~"$model", engine=~"$engine"}',
         "source_up": 'specdecode_source_up{job=~"$job", upstream=~"$upstream"}',
         "parse_errors": 'sum by (upstream) (rate(specdecode_log_lines_total{job=~"$job", upstream=~"$upstream"}[$__rate_interval]))',
     }

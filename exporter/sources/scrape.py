@@ -11,6 +11,7 @@ acceptance value.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -103,10 +104,8 @@ class ScrapeSource:
                 except Exception:  # a bug must not end scraping: log it and go on
                     log.exception("scrape cycle failed")
                 remaining = self.interval - (time.monotonic() - started)
-                try:
+                with contextlib.suppress(TimeoutError):  # the interval passed without a stop: scrape again
                     await asyncio.wait_for(self._stopping.wait(), timeout=max(remaining, 0.0))
-                except asyncio.TimeoutError:
-                    pass
 
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -157,7 +156,7 @@ class ScrapeSource:
         except ScrapeFailure as failure:
             self._failed(target.url, failure.reason, str(failure), time.monotonic() - started, state)
             return
-        except (asyncio.TimeoutError, httpx.TimeoutException):
+        except (TimeoutError, httpx.TimeoutException):
             self._failed(target.url, "timeout", f"no complete answer within {self.timeout}s", time.monotonic() - started, state)
             return
         except httpx.ConnectError as error:
@@ -231,7 +230,7 @@ class ScrapeSource:
         try:
             response = await asyncio.wait_for(client.get(urlunsplit((parts.scheme, parts.netloc, "/version", "", ""))), self.timeout)
             version = response.json().get("version") if response.status_code == 200 else None
-        except (httpx.HTTPError, asyncio.TimeoutError, ValueError, AttributeError):
+        except (TimeoutError, httpx.HTTPError, ValueError, AttributeError):
             return None
         return str(version) if version else None
 
