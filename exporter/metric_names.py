@@ -123,7 +123,8 @@ SERIES_DROPPED = _m("series_dropped", "counter", "Series dropped because the ser
 SCRAPE_DURATION = _m("scrape_duration_seconds", "gauge", "Duration of the last scrape of a target.", "upstream")
 SCRAPE_ERRORS = _m(
     "scrape_errors", "counter",
-    "Failed scrapes by reason: refused, timeout, http_status, too_large, unparsable, no_spec_families, transport.",
+    "Failed scrapes by reason: refused, timeout, http_status, too_large, unparsable, no_spec_families, transport, internal_error; "
+    "invalid_values counts series skipped for NaN/Inf/negative or contradictory counters.",
     "upstream", "reason",
 )
 SERVER_RESTARTS = _m("server_restarts", "counter", "Server restarts seen as counter resets or V0 count drops (the interval across each is dropped).", "upstream")

@@ -4,11 +4,14 @@ A restart shows as any counter lower than before, or as a changed `_created` val
 between two scrapes whose counters already regrew past the old values). Either starts a new
 baseline: the interval across the reset is dropped — it is never turned into a negative or a
 spike. A `position` series that appears later counts from zero only if it was created after the
-previous scrape; otherwise its first value is only a baseline.
+previous scrape; otherwise its first value is only a baseline. Values that cannot be counts
+(NaN, ±Inf, negative) and deltas that contradict each other (more accepted than drafted) are
+counted in `invalid` and skipped, never turned into an interval.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from exporter.parse.exposition import CounterSet
@@ -29,11 +32,15 @@ class ScrapeDeltas:
     variant: str = "vllm"
     _previous: dict[tuple[str, str], _Previous] = field(default_factory=dict)
     resets: int = 0
+    invalid: int = 0
 
     def update(self, counters: dict[tuple[str, str], CounterSet], at: float) -> list[Interval]:
         """Intervals since the previous scrape, one per series that drafted anything."""
         intervals = []
         for key, now in counters.items():
+            if not _plausible(now):
+                self.invalid += 1
+                continue  # keep the last good scrape as the baseline
             previous = self._previous.get(key)
             self._previous[key] = _Previous(now, at)
             if previous is None:
@@ -52,13 +59,17 @@ class ScrapeDeltas:
         if draft_tokens is None or accepted is None or draft_tokens <= 0:
             return None
         drafts = _delta(previous.counters.drafts, now.drafts)
+        if accepted > draft_tokens or (drafts is not None and not 1 <= drafts <= draft_tokens):
+            self.invalid += 1  # counters that contradict each other: no interval rather than a wrong one
+            return None
         positions = []
         for position in range(max(now.accepted_per_position, default=-1) + 1):
             before = previous.counters.accepted_per_position.get(position)
             if before is None:
                 created = now.created.get(f"num_accepted_tokens_per_pos_{position}")
                 before = 0.0 if created is not None and created > previous.at else now.accepted_per_position.get(position, 0.0)
-            positions.append(int(round(now.accepted_per_position.get(position, before) - before)))
+            count = int(round(now.accepted_per_position.get(position, before) - before))
+            positions.append(min(count, int(round(drafts))) if drafts is not None else count)
         k = len(positions) or None
         return Interval(
             key=SeriesKey(upstream=self.upstream, model_name=key[0], engine=key[1], source="metrics"),
@@ -73,6 +84,11 @@ class ScrapeDeltas:
             k=k,
             variant=self.variant,
         )
+
+
+def _plausible(counters: CounterSet) -> bool:
+    values = [counters.drafts, counters.draft_tokens, counters.accepted_tokens, *counters.accepted_per_position.values()]
+    return all(v is None or (math.isfinite(v) and v >= 0) for v in values)
 
 
 def _delta(before: float | None, now: float | None) -> float | None:

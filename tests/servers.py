@@ -121,3 +121,13 @@ class Webhook:
     def alerts(self) -> list[dict]:  # type: ignore[type-arg]
         with self.lock:
             return [alert for n in self.notifications for alert in n.get("alerts", [])]
+
+
+def truncated(handler: BaseHTTPRequestHandler) -> None:
+    """Promise 100 KB, send 20 bytes, hang up."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/plain; version=0.0.4")
+    handler.send_header("Content-Length", "100000")
+    handler.end_headers()
+    handler.wfile.write(b"# HELP vllm:spec_dec")
+    handler.close_connection = True

@@ -187,3 +187,25 @@ def test_log_and_metrics_of_one_server_are_cross_checked(tmp_path):
             assert checks[(f"{b}/metrics", "1h", "mean_acceptance_length")]["agree"] is False
             # the target borrows the method and draft model its paired log announced
             assert value(samples, "specdecode_info", upstream=f"{a}/metrics", method="draft_model", draft_model="/tmp/models/draft_noisy") == 1
+
+
+def test_nan_counters_and_truncated_bodies_are_counted_and_the_sidecar_stays_up():
+    from servers import truncated
+
+    texts = payloads()
+    poisoned = re.sub(r"^(vllm:spec_decode_num_accepted_tokens_total\{[^}]*\}) \S+$", r"\1 NaN", texts[5], flags=re.M)
+    sequence = MetricsSequence(texts[:5] + [poisoned] * 3 + texts[5:])
+    with http_server(sequence) as good, http_server(truncated) as cut:
+        args = ["--target", f"{good}/metrics", "--target", f"{cut}/metrics", "--scrape-interval", "0.1"]
+        with running_exporter(*args) as exporter:
+            samples = exporter.wait_for(
+                lambda s: sequence.exhausted
+                and value(s, "specdecode_scrape_errors_total", upstream=f"{good}/metrics", reason="invalid_values")
+                and value(s, "specdecode_scrape_errors_total", upstream=f"{cut}/metrics", reason="transport"),
+                "the poisoned scrapes and the truncated body to be counted",
+            )
+            assert value(samples, "specdecode_source_up", upstream=f"{good}/metrics") == 1
+            assert value(samples, "specdecode_source_up", upstream=f"{cut}/metrics") == 0
+            accepted = value(samples, "specdecode_accepted_tokens_total", upstream=f"{good}/metrics")
+            assert accepted is not None and 0 < accepted <= FINAL["accepted"]
+            assert exporter.process.poll() is None

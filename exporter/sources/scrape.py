@@ -137,7 +137,13 @@ class ScrapeSource:
 
         async def bounded(target: Target) -> None:
             async with limit:
-                await self.scrape_target(client, target)
+                try:
+                    await self.scrape_target(client, target)
+                except Exception as error:  # one target's surprise must not cost the others their scrape
+                    log.exception("scrape failed unexpectedly target=%s", target.url)
+                    state = self._states.get(target.url)
+                    if state is not None:
+                        self._failed(target.url, "internal_error", repr(error), 0.0, state)
 
         await asyncio.gather(*(bounded(target) for target in targets))
         self.cycles += 1
@@ -203,8 +209,10 @@ class ScrapeSource:
         self, client: httpx.AsyncClient, url: str, state: _TargetState, snapshot: ExpositionSnapshot, now: float, duration: float
     ) -> None:
         state.deltas.variant = snapshot.engine_kind or "unknown"
+        invalid_before = state.deltas.invalid
         for interval in state.deltas.update(snapshot.counters, now):
             self.store.record_interval(interval)
+        invalid = state.deltas.invalid - invalid_before
         for (model, engine), values in snapshot.sampled.items():
             key = SeriesKey(upstream=url, model_name=model, engine=engine, source=SOURCE_KIND)
             self.store.record_sample(SampledValues(key, now, tuple(sorted(values.items())), snapshot.engine_kind or ""))
@@ -221,6 +229,8 @@ class ScrapeSource:
             stats.last_error = None
             stats.extra_labels = state.labels
             stats.variants[snapshot.engine_kind or "unknown"] += 1
+            if invalid:
+                stats.problems["invalid_values"] += invalid
 
         self.store.update_source(url, update, kind=SOURCE_KIND)
 
