@@ -89,7 +89,7 @@ def _add(  # type: ignore[no-untyped-def]
 ):
     def update(stats: SourceStats) -> None:
         stats.up = True  # lines were just read from it
-        stats.resets = restarts
+        stats.resets = max(stats.resets, restarts)
         stats.lines += count
         stats.spec_lines += spec
         stats.problems.update(problems)

@@ -24,21 +24,19 @@ def build_app(settings: Settings) -> FastAPI:
     store = Store(settings.windows, max_series=settings.max_series, baseline_half_life=settings.baseline_half_life)
     store.pairs = dict(settings.pairs)
     sources: list[Source] = []
-    if settings.state_dir:
-        sources.append(StateKeeper(store, settings.state_dir))
+    log_source: LogSource | None = None
     paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
     if paths:
-        sources.append(
-            LogSource(
-                paths,
-                store,
-                from_start=settings.from_start,
-                log_format=settings.log_format,
-                poll_interval=settings.poll_interval,
-                model_name=settings.model_name,
-                max_line_bytes=settings.max_line_bytes,
-            )
+        log_source = LogSource(
+            paths,
+            store,
+            from_start=settings.from_start,
+            log_format=settings.log_format,
+            poll_interval=settings.poll_interval,
+            model_name=settings.model_name,
+            max_line_bytes=settings.max_line_bytes,
         )
+        sources.append(log_source)
     if STDIN_UPSTREAM in settings.logs:
         sources.append(
             StdinSource(
@@ -57,6 +55,9 @@ def build_app(settings: Settings) -> FastAPI:
                 engine=settings.engine,
             )
         )
+    if settings.state_dir:
+        # last: it restores before anything starts and saves after the log follower has stopped
+        sources.append(StateKeeper(store, settings.state_dir, logs=log_source))
     return create_app(store, settings.derive, sources)
 
 

@@ -1,8 +1,14 @@
 """The state dir: what a sidecar restart must not forget, saved atomically.
 
-Now: each series' slow average (the `degraded` baseline). The file is versioned JSON, written to a
-temporary file, fsynced and renamed over the old one, at most every `interval` seconds and on
-shutdown, so a crash leaves either the old state or the new one — never half of one.
+Each series' slow average (the `degraded` baseline), every series' lifetime counters and every
+source's counters (so the exported `_total` counters continue across a restart: Prometheus sees no
+reset), and where each followed log file was read to. The file is versioned JSON, written to a
+temporary file, fsynced and renamed over the old one, so a crash (kill -9 included) leaves either
+the old state or the new one — never half of one.
+
+Exactly once: read positions and the counters they produced must be saved as one snapshot. The
+log follower therefore saves from its own thread, between two passes (at most once a second);
+after a crash the sidecar goes back to that snapshot and re-reads the lines after it.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import logging
 import os
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from exporter.store import Store
 
@@ -53,20 +61,41 @@ def save(directory: str, state: dict[str, Any]) -> None:
         raise
 
 
-class StateKeeper:
-    """Restores the store's slow averages at start, saves them periodically and at shutdown."""
+class PositionSource(Protocol):
+    def positions(self) -> list[dict[str, Any]]: ...
+    def restore(self, positions: list[dict[str, Any]]) -> None: ...
+    def on_pass(self, callback: Callable[[], None]) -> None: ...
 
-    def __init__(self, store: Store, directory: str, interval: float = 60.0) -> None:
+
+class StateKeeper:
+    """Restores the state at start; saves it after log passes (or every `interval` s) and at shutdown."""
+
+    def __init__(self, store: Store, directory: str, interval: float = 60.0, logs: PositionSource | None = None) -> None:
         self.store = store
         self.directory = directory
         self.interval = interval
+        self.logs = logs
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        restored = store.import_averages(load(directory).get("averages", []))
-        if restored:
-            log.info("restored series baselines from the state dir count=%d dir=%s", restored, directory)
+        self._lock = threading.Lock()
+        state = load(directory)
+        counters = store.import_counters(state.get("counters", {}))  # first: it recreates the series
+        averages = store.import_averages(state.get("averages", []))
+        if logs is not None:
+            logs.restore(state.get("files", []))
+            logs.on_pass(self._after_pass)
+        self._last_save = 0.0
+        if averages or counters:
+            log.info("restored state averages=%d series=%d dir=%s", averages, counters, directory)
+
+    def _after_pass(self) -> None:
+        """Called by the log follower between passes: the one moment positions and counters agree."""
+        if time.monotonic() - self._last_save >= 1.0:
+            self.save()
 
     def start(self) -> None:
+        if self.logs is not None:
+            return  # the follower saves between its passes
         self._thread = threading.Thread(target=self._run, name="state-keeper", daemon=True)
         self._thread.start()
 
@@ -75,10 +104,15 @@ class StateKeeper:
             self.save()
 
     def save(self) -> None:
-        try:
-            save(self.directory, {"averages": self.store.export_averages()})
-        except OSError as error:
-            log.warning("cannot save state dir=%s error=%s", self.directory, error)
+        with self._lock:
+            state: dict[str, Any] = {"averages": self.store.export_averages(), "counters": self.store.export_counters()}
+            if self.logs is not None:
+                state["files"] = self.logs.positions()
+            try:
+                save(self.directory, state)
+            except OSError as error:
+                log.warning("cannot save state dir=%s error=%s", self.directory, error)
+            self._last_save = time.monotonic()
 
     def stop(self) -> None:
         self._stop.set()

@@ -225,6 +225,41 @@ class Store:
                 restored += 1
         return restored
 
+    def export_counters(self) -> dict[str, object]:
+        """Every series' lifetime totals and every source's counters, for the state dir."""
+        with self._lock:
+            series = [{"key": _key_json(s.key), "totals": _totals_json(s.lifetime), "variants": dict(s.variants)} for s in self._series.values()]
+            sources = [
+                {"upstream": upstream, "kind": stats.kind, "lines": stats.lines, "spec_lines": stats.spec_lines,
+                 "problems": dict(stats.problems), "variants": dict(stats.variants), "resets": stats.resets}
+                for upstream, stats in self._sources.items()
+            ]
+        return {"series": series, "sources": sources}
+
+    def import_counters(self, saved: Mapping[str, object]) -> int:
+        """Continue the counters of an earlier run, so Prometheus sees no reset; returns series restored."""
+        restored = 0
+        with self._lock:
+            for entry in saved.get("series", []):  # type: ignore[union-attr]
+                try:
+                    key = SeriesKey(**entry["key"])
+                    totals = Totals(**{**entry["totals"], "accepted_per_position": tuple(entry["totals"]["accepted_per_position"])})
+                except (TypeError, KeyError):
+                    continue
+                series = self._series.get(key) or _Series(key, self.window_seconds, self.baseline_half_life)
+                series.lifetime = totals
+                series.variants.update(entry.get("variants", {}))
+                self._series[key] = series
+                restored += 1
+            for entry in saved.get("sources", []):  # type: ignore[union-attr]
+                if not isinstance(entry, dict) or "upstream" not in entry:
+                    continue
+                stats = self._sources.setdefault(entry["upstream"], SourceStats(kind=entry.get("kind", "log")))
+                stats.lines, stats.spec_lines, stats.resets = entry.get("lines", 0), entry.get("spec_lines", 0), entry.get("resets", 0)
+                stats.problems.update(entry.get("problems", {}))
+                stats.variants.update(entry.get("variants", {}))
+        return restored
+
     def _config_of(self, upstream: str) -> SpecConfig:
         """An upstream's config; a scrape target borrows what its paired log announced (method, draft)."""
         own = self._configs.get(upstream, SpecConfig())
@@ -248,6 +283,14 @@ def _timeline(series: _Series, now: float, points: int) -> tuple[tuple[float, fl
         for interval in longest.recent(points)
         if interval.drafts
     )
+
+
+def _totals_json(totals: Totals) -> dict[str, object]:
+    from dataclasses import asdict
+
+    data = asdict(totals)
+    data["accepted_per_position"] = list(totals.accepted_per_position)
+    return data
 
 
 def _key_json(key: SeriesKey) -> dict[str, str]:

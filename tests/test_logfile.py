@@ -190,3 +190,51 @@ def test_a_missing_file_shows_as_down_never_as_zero_acceptance(tmp_path):
     snapshot = store.snapshot()
     assert [(s.upstream, s.up) for s in snapshot.sources] == [(str(tmp_path / "missing.log"), False)]
     assert snapshot.series == ()
+
+
+def test_resume_at_a_saved_position_in_the_same_file(tmp_path):
+    log = tmp_path / "vllm.log"
+    write(log, "a\nb\n")
+    first = FollowedFile(str(log), start_at_end=False)
+    assert poll(first) == ["a", "b"]
+    write(log, "par")
+    assert poll(first) == []
+    saved = first.position()
+    first.close()
+    assert saved.offset == 4  # the unfinished line is not part of the saved position
+    write(log, "tial\nc\n")
+    second = FollowedFile(str(log), start_at_end=True, resume=saved)
+    assert poll(second) == ["partial", "c"]
+    second.close()
+
+
+def test_resume_finishes_a_file_rotated_while_stopped(tmp_path):
+    log = tmp_path / "vllm.log"
+    write(log, "a\n" * 200)
+    first = FollowedFile(str(log), start_at_end=False)
+    assert len(poll(first)) == 200
+    saved = first.position()
+    first.close()
+    write(log, "written before the rotation\n")
+    os.rename(log, tmp_path / "vllm.log.1")
+    write(log, "new file\n")
+    second = FollowedFile(str(log), start_at_end=False, resume=saved)
+    assert poll(second) == ["written before the rotation", FILE_REPLACED, "new file"]
+    assert second.counters.rotations == 1
+    second.close()
+
+
+def test_resume_after_a_truncation_while_stopped_reads_the_copy_then_the_file(tmp_path):
+    log = tmp_path / "vllm.log"
+    write(log, "a\n" * 200)
+    first = FollowedFile(str(log), start_at_end=False)
+    poll(first)
+    saved = first.position()
+    first.close()
+    write(log, "late\n")
+    (tmp_path / "vllm.log.1").write_bytes(log.read_bytes())  # logrotate copytruncate
+    write(log, "", mode="w")
+    write(log, "fresh\n")
+    second = FollowedFile(str(log), start_at_end=False, resume=saved)
+    assert poll(second) == ["late", FILE_REPLACED, "fresh"]
+    second.close()

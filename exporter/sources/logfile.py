@@ -24,10 +24,12 @@ exist only in the copy and are not seen here.
 from __future__ import annotations
 
 import errno
+import glob
+import hashlib
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
 
@@ -35,6 +37,40 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 1 << 20
 TAIL_CHECK_BYTES = 64  # how many bytes before the offset must still match to rule out a rewrite
+FINGERPRINT_BYTES = 256  # a file is recognised by its device, inode and first bytes (inodes get reused)
+
+
+@dataclass(frozen=True)
+class FilePosition:
+    """Where reading a file stopped: enough to resume it after a restart, even if it was rotated."""
+
+    path: str
+    device: int
+    inode: int
+    fingerprint: str  # sha256 of the first `fingerprint_length` bytes
+    fingerprint_length: int
+    offset: int  # at a line boundary: an unfinished last line is read again
+    rotations: int = 0
+    truncations: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _fingerprint(handle: object, length: int) -> str:
+    data = os.pread(handle.fileno(), length, 0)  # type: ignore[attr-defined]
+    return hashlib.sha256(data).hexdigest()
+
+
+def _matches(path: str, position: FilePosition) -> bool:
+    """Is the file at `path` the one `position` was taken in (first bytes equal, long enough)?"""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(position.fingerprint_length)
+            size = os.fstat(handle.fileno()).st_size
+    except OSError:
+        return False
+    return len(data) == position.fingerprint_length and size >= position.offset and hashlib.sha256(data).hexdigest() == position.fingerprint
 
 
 class _FileReplaced:
@@ -62,9 +98,15 @@ class FileCounters:
 class FollowedFile:
     """One path, followed: call `poll()` on every wake-up and consume the lines it yields."""
 
-    def __init__(self, path: str, *, start_at_end: bool, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(
+        self, path: str, *, start_at_end: bool, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, resume: FilePosition | None = None
+    ) -> None:
         self.path = path
         self.counters = FileCounters()
+        self._resume = resume
+        if resume is not None:
+            self.counters.rotations, self.counters.truncations = resume.rotations, resume.truncations
+            start_at_end = False
         self.buffer = LineBuffer(max_line_bytes)
         self._file: object | None = None
         self._identity: tuple[int, int] | None = None
@@ -78,8 +120,21 @@ class FollowedFile:
             self._file.close()  # type: ignore[attr-defined]
             self._file = None
 
+    def position(self) -> FilePosition | None:
+        """Where reading stands, at the last complete line (None before the file was opened)."""
+        if self._file is None or self._identity is None:
+            return self._resume
+        committed = self._offset - self.buffer.pending
+        length = min(committed, FINGERPRINT_BYTES)
+        return FilePosition(
+            self.path, self._identity[0], self._identity[1], _fingerprint(self._file, length), length, committed,
+            self.counters.rotations, self.counters.truncations,
+        )
+
     def poll(self) -> Iterator[str | _FileReplaced]:
         """Yield every complete line that is new since the last poll, and FILE_REPLACED at a rotation."""
+        if self._resume is not None:
+            yield from self._resume_reading()
         try:
             stat = os.stat(self.path)
         except FileNotFoundError:
@@ -109,6 +164,39 @@ class FollowedFile:
             self._seek(0)
             log.info("log file truncated, reading again from its start path=%s", self.path)
         yield from self._drain()
+
+    def _resume_reading(self) -> Iterator[str | _FileReplaced]:
+        """First poll after a restart: continue where the saved position says, wherever that file is now."""
+        position, self._resume = self._resume, None
+        assert position is not None
+        if _matches(self.path, position):
+            if self._open_at(self.path, position.offset):
+                log.info("resuming log path=%s offset=%d", self.path, position.offset)
+            return
+        # rotated while we were down: finish the old file (now a sibling such as .1) from the saved offset
+        for candidate in sorted(glob.glob(glob.escape(self.path) + "*")) + sorted(glob.glob(glob.escape(self.path.rsplit(".", 1)[0]) + "*")):
+            if candidate != self.path and _matches(candidate, position) and self._open_at(candidate, position.offset):
+                log.info("finishing a file rotated while stopped rotated=%s offset=%d", candidate, position.offset)
+                yield from self._drain()
+                yield from self.buffer.flush()
+                self.close()
+                self.counters.rotations += 1
+                yield FILE_REPLACED
+                return
+        if os.path.exists(self.path):
+            log.warning("saved log position matches no file; reading the current one from its start path=%s", self.path)
+            self.counters.rotations += 1
+
+    def _open_at(self, path: str, offset: int) -> bool:
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - kept open across polls on purpose
+        except OSError:
+            return False
+        opened = os.fstat(handle.fileno())
+        self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
+        self.counters.opens += 1
+        self._seek(offset)
+        return True
 
     def _open(self, identity: tuple[int, int], size: int) -> bool:
         try:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from exporter.pipeline import LogPipeline
 from exporter.records import RawLine
 from exporter.sources.container import FramingError, LogFormat
-from exporter.sources.logfile import FILE_REPLACED, FollowedFile
+from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
 from exporter.sources.wake import EventWaker, WatchdogWaker
 from exporter.store import SourceStats, Store
 
@@ -64,6 +64,26 @@ class LogSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.passes = 0
+        self._restored: dict[str, FilePosition] = {}
+        self._after_pass: Callable[[], None] | None = None
+
+    # --- the state dir -------------------------------------------------------------------------
+
+    def restore(self, positions: list[dict[str, object]]) -> None:
+        """Resume these files where an earlier run stopped (instead of at their end)."""
+        for entry in positions:
+            try:
+                position = FilePosition(**entry)  # type: ignore[arg-type]
+            except TypeError:
+                continue
+            self._restored[position.path] = position
+
+    def positions(self) -> list[dict[str, object]]:
+        found = [followed.position() for followed, _ in self._files.values()]
+        return [p.to_json() for p in found if p is not None]
+
+    def on_pass(self, callback: Callable[[], None]) -> None:
+        self._after_pass = callback
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -130,14 +150,17 @@ class LogSource:
             pipeline.consume(batch, self.clock())
             self._report(path, followed)
         self.passes += 1
+        if self._after_pass is not None:
+            self._after_pass()
 
     def _follow(self, path: str) -> tuple[FollowedFile, LogPipeline]:
-        start_at_end = self._first_pass and not self.from_start and os.path.exists(path)
-        followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes)
+        resume = self._restored.pop(path, None)
+        start_at_end = self._first_pass and not self.from_start and os.path.exists(path) and resume is None
+        followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes, resume=resume)
         pipeline = LogPipeline(self.store, path, log_format=self.log_format, clock="arrival", model_name=self.model_name)
-        if start_at_end:
+        if start_at_end or resume is not None:
             self._prime(path, pipeline)
-        log.info("following log path=%s from=%s", path, "end" if start_at_end else "start")
+        log.info("following log path=%s from=%s", path, "saved position" if resume else "end" if start_at_end else "start")
         return followed, pipeline
 
     @staticmethod
