@@ -10,6 +10,7 @@ What a single line cannot tell, this keeps per upstream:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -180,7 +181,7 @@ class LogInterpreter:
     def _seconds(self, parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
         """The interval's length: vLLM's own (A / accepted throughput) when printed, else line spacing."""
         throughput = parsed.accepted_throughput
-        if throughput and accepted > 0 and not parsed.cumulative:
+        if throughput is not None and 0 < throughput < math.inf and accepted > 0 and not parsed.cumulative:
             return accepted / throughput
         if start is not None and end > start:
             return end - start

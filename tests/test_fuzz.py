@@ -51,6 +51,13 @@ def mutated(draw: st.DrawFn, seeds: list[str]) -> str:
     return text
 
 
+def test_a_negative_printed_throughput_never_makes_a_negative_interval():
+    """Found by the long fuzz run: `Accepted throughput: -1.42 tokens/s`."""
+    line = [entry[0] for entry in REFERENCE_LINES if "Accepted throughput: 8.90" in entry[0]][0]
+    interval = LogInterpreter("x").feed(RawLine("x", line.replace("8.90", "-1.42"), 0.0)).interval
+    assert interval is not None and interval.seconds is None
+
+
 def check_interval(interval) -> None:  # type: ignore[no-untyped-def]
     assert 0 <= interval.accepted_tokens <= interval.draft_tokens
     if interval.drafts is not None:
