@@ -20,6 +20,7 @@ from exporter.config import DeriveSettings
 from exporter.export import VERSION, SpecDecodeCollector
 from exporter.report import snapshot_report
 from exporter.store import Store
+from exporter.websecurity import OPEN_PATHS, WebSecurity
 
 
 TIMELINE_POINTS = 180
@@ -36,7 +37,9 @@ class Source(Protocol):
     def stop(self) -> None: ...
 
 
-def create_app(store: Store, settings: DeriveSettings, sources: Sequence[Source] = ()) -> FastAPI:
+def create_app(
+    store: Store, settings: DeriveSettings, sources: Sequence[Source] = (), security: WebSecurity | None = None
+) -> FastAPI:
     """Build the sidecar's ASGI app over `store`; `sources` run for the app's lifetime."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(SpecDecodeCollector(store, settings))
@@ -54,6 +57,17 @@ def create_app(store: Store, settings: DeriveSettings, sources: Sequence[Source]
     app = FastAPI(title="specdecode-exporter", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.store = store
     app.state.registry = registry
+
+    if security is not None:
+
+        @app.middleware("http")
+        async def basic_auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+            security.refresh()
+            if request.url.path not in OPEN_PATHS and not security.authorized(request.headers.get("authorization")):
+                return PlainTextResponse(
+                    "Unauthorized\n", status_code=401, headers={"WWW-Authenticate": 'Basic realm="specdecode-exporter"'}
+                )
+            return await call_next(request)
 
     @app.get("/metrics")
     def metrics(request: Request) -> Response:

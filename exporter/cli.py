@@ -125,7 +125,8 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 @option("--engine", type=click.Choice(ENGINES), help="Force the server kind of the targets instead of detecting it from the payload.")
 @option("--pair", "pairs", multiple=True, help="LOG=URL: this log and this target are the same server (config sharing, cross-check). One log + one target pair themselves.")
 @option("--stale-after", default="5m", show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
-@option("--state-dir", type=click.Path(file_okay=False), help="Keep what a restart must not forget here (series baselines).")
+@option("--state-dir", type=click.Path(file_okay=False), help="Keep what a restart must not forget here (read positions, counters, baselines).")
+@option("--web-config-file", type=click.Path(dir_okay=False), help="TLS and basic auth, in the Prometheus exporter-toolkit's format; re-read on change.")
 @option("--baseline-half-life", default="1h", show_default=True, help="Half-life of each series' slow average, the baseline of the `degraded` verdict.")
 @option("--from-start", is_flag=True, help="Read existing files from their start instead of their end.")
 @option("--listen", default=DEFAULT_LISTEN, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
@@ -137,7 +138,7 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 @_derive_options
 def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, scrape_interval: float,
           scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
-          state_dir: str | None, baseline_half_life: str, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
+          state_dir: str | None, web_config_file: str | None, baseline_half_life: str, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
           poll_interval: float, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: str) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
@@ -153,6 +154,10 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         derive_settings = load_derive_settings(config_path, draft_token_cost, health_window, stale_seconds)
         target_urls = tuple(target_from_url(url).url for url in targets)
         pair_map = _pairs(pairs) or default_pairs(logs, target_urls)
+        if web_config_file:
+            from exporter.websecurity import load_web_config
+
+            load_web_config(web_config_file)  # a broken file is an error at start, not at the first request
     except (ConfigError, TargetsError) as error:
         raise click.UsageError(str(error)) from None
     window_map = _windows(windows)
@@ -164,7 +169,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         Settings(
             logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
             scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=pair_map,
-            state_dir=state_dir, baseline_half_life=half_life, from_start=from_start, log_format=log_format, listen=listen, windows=window_map,  # type: ignore[arg-type]
+            state_dir=state_dir, web_config_file=web_config_file, baseline_half_life=half_life, from_start=from_start, log_format=log_format, listen=listen, windows=window_map,  # type: ignore[arg-type]
             poll_interval=poll_interval, model_name=model_name, max_line_bytes=max_line_bytes,
             max_series=max_series, derive=derive_settings,
         )

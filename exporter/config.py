@@ -79,6 +79,7 @@ class Settings:
     max_line_bytes: int = 1 << 20
     max_series: int = 1000
     state_dir: str | None = None
+    web_config_file: str | None = None
     baseline_half_life: float = 3600.0
     derive: DeriveSettings = field(default_factory=DeriveSettings)
 

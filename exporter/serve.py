@@ -15,11 +15,12 @@ from exporter.sources.scrape import ScrapeSource
 from exporter.sources.targets import target_from_url
 from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
 from exporter.store import Store
+from exporter.websecurity import WebSecurity
 
 log = logging.getLogger(__name__)
 
 
-def build_app(settings: Settings) -> FastAPI:
+def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
     store = Store(settings.windows, max_series=settings.max_series, baseline_half_life=settings.baseline_half_life)
     store.pairs = dict(settings.pairs)
@@ -58,15 +59,19 @@ def build_app(settings: Settings) -> FastAPI:
     if settings.state_dir:
         # last: it restores before anything starts and saves after the log follower has stopped
         sources.append(StateKeeper(store, settings.state_dir, logs=log_source))
-    return create_app(store, settings.derive, sources)
+    return create_app(store, settings.derive, sources, security)
 
 
 def run(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn handles both and runs the lifespan's shutdown)."""
     host, port = settings.host_port
-    app = build_app(settings)
+    security = WebSecurity(settings.web_config_file) if settings.web_config_file else None
+    app = build_app(settings, security)
+    tls = {}
+    if security is not None and security.config.tls is not None:
+        tls = {"ssl_context_factory": lambda config, default: security.ssl_context()}
     log.info(
-        "serving metrics url=http://%s:%d/metrics logs=%s targets=%s",
-        host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
+        "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",
+        "https" if tls else "http", host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", **tls)  # type: ignore[arg-type]

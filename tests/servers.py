@@ -131,3 +131,20 @@ def truncated(handler: BaseHTTPRequestHandler) -> None:
     handler.end_headers()
     handler.wfile.write(b"# HELP vllm:spec_dec")
     handler.close_connection = True
+
+
+def trickling(release: threading.Event) -> Responder:
+    """Slow-loris: a valid start, then one byte every half second, forever."""
+
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain; version=0.0.4")
+        handler.end_headers()
+        while not release.wait(0.5):
+            try:
+                handler.wfile.write(b"#")
+                handler.wfile.flush()
+            except OSError:
+                return
+
+    return respond

@@ -14,7 +14,7 @@ import threading
 
 from conftest import CAPTURE
 from helpers import free_port, running_exporter, value
-from servers import MetricsSequence, hanging, html_page, http_server, huge, status
+from servers import MetricsSequence, hanging, html_page, http_server, huge, status, trickling
 
 SNAPSHOTS = sorted((CAPTURE / "metrics").glob("*.prom"))
 FINAL = {"drafts": 25132, "draft_tokens": 201056, "accepted": 78455}
@@ -101,8 +101,9 @@ def test_faulty_targets_are_down_with_their_reason_while_a_good_one_works():
         http_server(sequence) as good,
         http_server(status(500)) as failing,
         http_server(html_page) as html,
-        http_server(huge(20 << 20)) as big,
+        http_server(huge(50 << 20)) as big,
         http_server(hanging(release)) as hang,
+        http_server(trickling(release)) as loris,
     ):
         targets = {
             "refused": refused,
@@ -111,13 +112,15 @@ def test_faulty_targets_are_down_with_their_reason_while_a_good_one_works():
             "too_large": f"{big}/metrics",
             "timeout": f"{hang}/metrics",
         }
-        args = [arg for url in [f"{good}/metrics", *targets.values()] for arg in ("--target", url)]
+        slow = f"{loris}/metrics"  # answers, but a byte at a time: the whole-request timeout still applies
+        args = [arg for url in [f"{good}/metrics", slow, *targets.values()] for arg in ("--target", url)]
         try:
             with running_exporter(*args, "--scrape-interval", "0.2", "--scrape-timeout", "1") as exporter:
                 samples = exporter.wait_for(
                     lambda s: sequence.exhausted
                     and value(s, "specdecode_accepted_tokens_total", upstream=f"{good}/metrics") == FINAL["accepted"]
-                    and all(value(s, "specdecode_scrape_errors_total", upstream=url, reason=reason) for reason, url in targets.items()),
+                    and all(value(s, "specdecode_scrape_errors_total", upstream=url, reason=reason) for reason, url in targets.items())
+                    and value(s, "specdecode_scrape_errors_total", upstream=slow, reason="timeout"),
                     "every faulty target to fail with its reason",
                 )
                 for reason, url in targets.items():
@@ -209,3 +212,16 @@ def test_nan_counters_and_truncated_bodies_are_counted_and_the_sidecar_stays_up(
             accepted = value(samples, "specdecode_accepted_tokens_total", upstream=f"{good}/metrics")
             assert accepted is not None and 0 < accepted <= FINAL["accepted"]
             assert exporter.process.poll() is None
+
+
+def test_duplicate_series_in_a_payload_keep_the_sidecar_up_and_right():
+    doubled = [re.sub(r"^(vllm:spec_decode_\w+_total\{.*)$", r"\1\n\1", text, flags=re.M) for text in payloads()]
+    assert doubled[-1].count("vllm:spec_decode_num_drafts_total{") == 2
+    sequence = MetricsSequence(doubled)
+    with http_server(sequence) as base, running_exporter("--target", f"{base}/metrics", "--scrape-interval", "0.1") as exporter:
+        samples = exporter.wait_for(
+            lambda s: sequence.exhausted and value(s, "specdecode_accepted_tokens_total", upstream=f"{base}/metrics") == FINAL["accepted"],
+            "the doubled payloads to be scraped",
+        )
+        assert value(samples, "specdecode_source_up", upstream=f"{base}/metrics") == 1
+        assert value(samples, "specdecode_drafts_total", upstream=f"{base}/metrics") == FINAL["drafts"]

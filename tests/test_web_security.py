@@ -1,0 +1,170 @@
+"""TLS and basic auth on the real sidecar: wrong password, no client cert, expired cert, plain HTTP, reload."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bcrypt
+import httpx
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from exporter.config import ConfigError
+from exporter.websecurity import load_web_config
+from helpers import free_port
+
+NOW = datetime.datetime.now(datetime.timezone.utc)
+
+
+def _cert(subject: str, issuer_key, issuer_name, *, ca: bool = False, ip: str | None = None,  # type: ignore[no-untyped-def]
+          not_before: datetime.datetime = NOW - datetime.timedelta(days=1), days: int = 30):
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    builder = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name or name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(not_before).not_valid_after(not_before + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ip:
+        builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False)
+    return key, builder.sign(issuer_key or key, hashes.SHA256())
+
+
+def _write(directory: Path, stem: str, key, cert) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    (directory / f"{stem}.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (directory / f"{stem}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return str(directory / f"{stem}.crt"), str(directory / f"{stem}.key")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> dict[str, tuple[str, str]]:  # type: ignore[type-arg]
+    directory = tmp_path_factory.mktemp("pki")
+    ca_key, ca = _cert("test CA", None, None, ca=True)
+    files = {"ca": _write(directory, "ca", ca_key, ca)}
+    files["server"] = _write(directory, "server", *_cert("sidecar", ca_key, ca.subject, ip="127.0.0.1"))
+    files["client"] = _write(directory, "client", *_cert("prometheus", ca_key, ca.subject))
+    files["expired"] = _write(directory, "expired", *_cert("old", ca_key, ca.subject, not_before=NOW - datetime.timedelta(days=60), days=1))
+    return files
+
+
+def tls(pki, client: str | None = None) -> ssl.SSLContext:  # type: ignore[no-untyped-def]
+    """A client context trusting the test CA, presenting `client`'s certificate if given."""
+    context = ssl.create_default_context(cafile=pki["ca"][0])
+    if client:
+        context.load_cert_chain(*pki[client])
+    return context
+
+
+def web_config(path: Path, pki, password: bytes) -> None:  # type: ignore[no-untyped-def]
+    path.write_text(yaml.safe_dump({
+        "tls_server_config": {"cert_file": pki["server"][0], "key_file": pki["server"][1], "client_ca_file": pki["ca"][0],
+                              "client_auth_type": "RequireAndVerifyClientCert", "min_version": "TLS12"},
+        "basic_auth_users": {"prometheus": bcrypt.hashpw(password, bcrypt.gensalt(rounds=4)).decode()},
+    }))
+
+
+@pytest.fixture
+def secured(tmp_path, pki):  # type: ignore[no-untyped-def]
+    config = tmp_path / "web.yml"
+    web_config(config, pki, b"s3cret")
+    log = tmp_path / "vllm.log"
+    log.write_text("")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"https://127.0.0.1:{port}"
+    client = httpx.Client(verify=tls(pki, "client"), timeout=5)
+    try:
+        end = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
+            try:
+                if client.get(url + "/-/healthy").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < end, "sidecar with TLS did not come up"
+            time.sleep(0.05)
+        yield url, client, config
+    finally:
+        client.close()
+        process.terminate()
+        process.wait(timeout=15)
+        if process.stdout:
+            process.stdout.close()
+
+
+def test_every_endpoint_needs_the_password(secured):
+    url, client, _ = secured
+    for path in ("/metrics", "/api/v1/status", "/", "/static/app.js"):
+        assert client.get(url + path).status_code == 401
+        denied = client.get(url + path, auth=("prometheus", "wrong"))
+        assert denied.status_code == 401 and denied.headers["www-authenticate"].startswith("Basic")
+        assert client.get(url + path, auth=("prometheus", "s3cret")).status_code == 200
+
+
+def test_no_client_cert_an_expired_one_and_plain_http_are_refused(secured, pki):
+    url, _, _ = secured
+    with httpx.Client(verify=tls(pki), timeout=5) as anonymous:
+        with pytest.raises((httpx.TransportError, ssl.SSLError)):
+            anonymous.get(url + "/metrics", auth=("prometheus", "s3cret")).raise_for_status()
+    with httpx.Client(verify=tls(pki, "expired"), timeout=5) as expired:
+        with pytest.raises((httpx.TransportError, ssl.SSLError)):
+            expired.get(url + "/metrics", auth=("prometheus", "s3cret")).raise_for_status()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url.replace("https", "http") + "/metrics", timeout=5)
+
+
+def test_a_changed_web_config_applies_without_a_restart(secured, pki):
+    url, client, config = secured
+    time.sleep(1.1)  # mtime granularity: the rewrite must be seen as a change (not a synchronisation)
+    web_config(config, pki, b"rotated")
+    os.utime(config)
+    end = time.monotonic() + 20
+    while client.get(url + "/metrics", auth=("prometheus", "rotated")).status_code != 200:
+        assert time.monotonic() < end, "the new password was never accepted"
+        time.sleep(0.2)
+    assert client.get(url + "/metrics", auth=("prometheus", "s3cret")).status_code == 401
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"basic_auth_users": {"u": "plaintext"}}, "bcrypt hash"),
+        ({"tls_server_config": {"cert_file": "x"}}, "cert_file and key_file are required"),
+        ({"tls_server_config": {"cert_file": "x", "key_file": "y", "client_auth_type": "Maybe"}}, "client_auth_type"),
+        ({"tls_server_config": {"cert_file": "x", "key_file": "y", "client_auth_type": "RequireAndVerifyClientCert"}}, "client_ca_file is required"),
+        ({"tls_server_config": {"cert_file": "x", "key_file": "y", "min_version": "SSL3"}}, "min_version"),
+        ({"surprise": 1}, "unknown key"),
+    ],
+)
+def test_bad_web_configs_are_clear_errors(tmp_path, content, message):
+    path = tmp_path / "web.yml"
+    path.write_text(yaml.safe_dump(content))
+    with pytest.raises(ConfigError, match=message):
+        load_web_config(str(path))
+
+
+def test_no_endpoint_takes_a_target_from_the_caller():
+    """The sidecar requests only what its flags and targets file name: no route accepts a URL to fetch."""
+    from exporter.app import create_app
+    from exporter.config import DeriveSettings
+    from exporter.store import Store
+
+    app = create_app(Store(), DeriveSettings())
+    paths = {route.path for route in app.routes if hasattr(route, "methods")}
+    assert paths == {"/metrics", "/api/v1/status", "/-/healthy", "/", "/static/{name}"}
+    assert all(route.methods <= {"GET", "HEAD"} for route in app.routes if hasattr(route, "methods"))
