@@ -54,7 +54,7 @@ def create_app(
             for source in sources:
                 source.stop()
 
-    app = FastAPI(title="specdecode-exporter", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="specdecode-exporter", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.registry = registry
 
