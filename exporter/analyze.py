@@ -23,7 +23,6 @@ from exporter.config import DeriveSettings
 from exporter.pipeline import LogPipeline
 from exporter.report import snapshot_report
 from exporter.sources.container import LogFormat
-from exporter.sources.linebuffer import LineBuffer
 from exporter.store import Store
 
 CHUNK = 1 << 20
@@ -62,9 +61,9 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
     """Push one whole file through a LogPipeline into `store`."""
     with _open(path) as (reader, raw, size, mtime):
         pipeline = LogPipeline(
-            store, path, log_format=options.log_format, clock="log", year_reference=mtime, model_name=options.model_name
+            store, path, log_format=options.log_format, clock="log", year_reference=mtime, model_name=options.model_name,
+            max_line_bytes=options.max_line_bytes,
         )
-        buffer = LineBuffer(options.max_line_bytes)
         read_at = time.time()
         with tqdm(
             total=size or None, unit="B", unit_scale=True, desc=os.path.basename(path), file=sys.stderr,
@@ -72,13 +71,12 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
         ) as bar:
             position = 0
             while chunk := reader.read(CHUNK):
-                pipeline.consume(buffer.feed(chunk), read_at)
+                pipeline.consume_bytes(chunk, read_at)
                 if size:  # progress in bytes of the file on disk (compressed, for gzip)
                     now = raw.tell()
                     bar.update(now - position)
                     position = now
-            pipeline.consume(buffer.flush(), read_at)
-        pipeline.count_problem("line_too_long", buffer.too_long)
+            pipeline.finish(read_at)
         store.update_source(path, lambda stats: setattr(stats, "up", True))
 
 

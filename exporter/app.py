@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from exporter.assess import judged_window
 from exporter.config import DeriveSettings
 from exporter.export import VERSION, SpecDecodeCollector
 from exporter.report import snapshot_report
@@ -98,8 +99,6 @@ def create_app(
 
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:
     report = snapshot_report(store.snapshot(timeline_points=TIMELINE_POINTS), settings, store.window_seconds, store.pairs)
-    report["health_window"] = settings.health_window if settings.health_window in store.window_seconds else (
-        min(store.window_seconds, key=store.window_seconds.__getitem__) if store.window_seconds else None
-    )
+    report["health_window"] = judged_window(settings, store.window_seconds)
     report["version"] = VERSION
     return report

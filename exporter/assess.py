@@ -6,6 +6,7 @@ The baseline is the series' slow average when it holds enough drafts, else its l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.config import DeriveSettings
@@ -25,6 +26,7 @@ class Assessment:
     baseline: Baseline | None
     verdict: Verdict
     notes: tuple[str, ...]
+    k: int | None  # num_speculative_tokens: as configured, else as many as positions were reported
 
 
 TREE_METHODS = ("ddtree", "tree")
@@ -69,4 +71,11 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
     k = series.config.num_speculative_tokens or (derived.num_speculative_tokens if derived else None)
     window = None if span == "lifetime" else span
     notes = _notes(derived, k, series.config.method)
-    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), notes)
+    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), notes, k)
+
+
+def judged_window(settings: DeriveSettings, window_seconds: Mapping[str, float]) -> str | None:
+    """The window the verdict judges: the configured one if it exists, else the shortest."""
+    if settings.health_window in window_seconds:
+        return settings.health_window
+    return min(window_seconds, key=window_seconds.__getitem__) if window_seconds else None

@@ -18,9 +18,10 @@ from exporter import __version__ as VERSION
 from exporter import metric_names as names
 from exporter.config import DeriveSettings
 from exporter.crosscheck import cross_check
-from exporter.assess import assess
-from exporter.derive import Derived
+from exporter.assess import assess, judged_window
+from exporter.derive import Derived, derive
 from exporter.labels import clean
+from exporter.records import SeriesKey
 from exporter.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
 from exporter.verdict import STATES
 from exporter.window import parse_duration
@@ -37,8 +38,7 @@ def _family(spec: names.MetricSpec) -> Metric:
     return GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
 
 
-def _series_labels(series: SeriesSnapshot) -> list[str]:
-    key = series.key
+def _series_labels(key: SeriesKey) -> list[str]:
     return [clean(key.upstream), clean(key.model_name), clean(key.engine), key.source]
 
 
@@ -74,17 +74,17 @@ class SpecDecodeCollector(Collector):
 
         info(names.BUILD_INFO, {"version": VERSION, "python_version": platform.python_version()})
         windows = sorted(self.store.window_seconds, key=parse_duration)
+        judged = judged_window(self.settings, self.store.window_seconds)
         stale = stale_upstreams(snapshot, self.settings.stale_after)
         for series in snapshot.series:
-            labels = _series_labels(series)
+            labels = _series_labels(series.key)
             self._counters(series, labels, add)
-            if series.key.upstream not in stale and windows:
-                self._windowed(series, labels, windows, add, info)
+            if series.key.upstream not in stale and judged is not None:
+                self._windowed(series, labels, windows, judged, add, info)
         for sample in snapshot.samples:
             if sample.key.upstream in stale:
                 continue
-            key = sample.key
-            labels = [clean(key.upstream), clean(key.model_name), clean(key.engine), key.source]
+            labels = _series_labels(sample.key)
             for name, value in sample.values:
                 spec = _SAMPLED.get(name)
                 if spec is not None:
@@ -107,13 +107,17 @@ class SpecDecodeCollector(Collector):
         for position, count in enumerate(life.accepted_per_position):
             add(names.ACCEPTED_PER_POSITION, [*labels, str(position)], count)
 
-    def _windowed(self, series: SeriesSnapshot, labels: list[str], windows: list[str], add: Add, info: Info) -> None:
-        judged = self.settings.health_window if self.settings.health_window in windows else windows[0]
+    def _windowed(
+        self, series: SeriesSnapshot, labels: list[str], windows: list[str], judged: str, add: Add, info: Info
+    ) -> None:
+        cost = self.settings.cost_for(series.config.method, series.key.model_name)
         for name in windows:
-            assessment = assess(series, self.settings, name)
-            if assessment.derived is not None:
-                _window_gauges(assessment.derived, [*labels, name], add)
-            if name == judged:
+            # only the judged window needs a baseline and a verdict; the others just derive
+            assessment = assess(series, self.settings, name) if name == judged else None
+            derived = assessment.derived if assessment else derive(series.windows[name], cost)
+            if derived is not None:
+                _window_gauges(derived, [*labels, name], add)
+            if assessment is not None:
                 state = assessment.verdict.state
                 for candidate in STATES:
                     add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from exporter.log_intervals import ClockMode, LogInterpreter, might_matter
 from exporter.records import RawLine
 from exporter.sources.container import FrameDecoder, FramingError, LogFormat
+from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
 from exporter.store import SourceStats, Store
 
 
@@ -27,8 +28,10 @@ class LogPipeline:
         clock: ClockMode = "arrival",
         year_reference: float | None = None,
         model_name: str | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self.store = store
+        self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
@@ -74,6 +77,28 @@ class LogPipeline:
                 upstream, _add(len(lines), spec, problems, variants, read_at, last_spec, interpreter.restarts)
             )
         return len(lines)
+
+    def consume_bytes(self, chunk: bytes, read_at: float) -> int:
+        """Frame raw bytes into lines (an unfinished last line waits) and process them."""
+        return self.consume(self.buffer.feed(chunk), read_at)
+
+    def finish(self, read_at: float) -> None:
+        """The input ended: its unfinished last line counts, and so do over-long lines skipped."""
+        self.consume(self.buffer.flush(), read_at)
+        self.count_problem("line_too_long", self.buffer.too_long)
+
+    def learn_config(self, lines: Iterable[str]) -> None:
+        """Take only the speculative config from `lines` (the head of a file joined mid-run)."""
+        for physical in lines:
+            try:
+                decoded = list(self.decoder.decode(physical))
+            except FramingError:
+                continue
+            for text, stamp in decoded:
+                outcome = self.interpreter.feed(RawLine(self.upstream, text, 0.0, stamp))
+                if outcome.config is not None:
+                    self.store.record_config(self.upstream, outcome.config)
+        self.decoder.reset()
 
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:

@@ -64,7 +64,6 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
     """One series over its lifetime (analyze) or over a named window, with its verdict."""
     assessment = assess(series, settings, span)
     current, totals = assessment.derived, assessment.totals
-    k = series.config.num_speculative_tokens or (current.num_speculative_tokens if current else None)
     return {
         "upstream": series.key.upstream,
         "source": series.key.source,
@@ -75,7 +74,7 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "lines": totals.intervals,
         **derived_fields(current, totals),
         "drafts_bounds": [totals.drafts_low, totals.drafts_high] if totals.intervals and not totals.drafts_unknown else None,
-        "num_speculative_tokens": k,
+        "num_speculative_tokens": assessment.k,
         "method": series.config.method,
         "draft_model": series.config.draft_model,
         "server_version": series.config.server_version,

@@ -53,15 +53,6 @@ class Verdict:
     message: str  # one sentence with the numbers behind it
 
 
-REASONS = {
-    "no_data": ("too_few_drafts", "drafts_unknown"),
-    "broken": ("position0_collapse",),
-    "degraded": ("below_floor", "dropped_vs_baseline"),
-    "wasteful": ("trailing_positions_wasted",),
-    "ok": ("all_positions_pay",),
-}
-
-
 def judge(current: Derived | None, baseline: Baseline | None, thresholds: HealthThresholds, window: str | None = None) -> Verdict:
     """The verdict for `current` (judged against `baseline` when there is one), with its reason."""
     over = f" over {window}" if window else ""

@@ -24,7 +24,7 @@ from exporter.config import ConfigError
 from exporter.websecurity import load_web_config
 from helpers import free_port
 
-NOW = datetime.datetime.now(datetime.timezone.utc)
+NOW = datetime.datetime.now(datetime.UTC)
 
 
 def _cert(subject: str, issuer_key, issuer_name, *, ca: bool = False, ip: str | None = None,  # type: ignore[no-untyped-def]

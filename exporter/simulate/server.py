@@ -14,8 +14,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from prometheus_client.utils import floatToGoString
-
 from exporter.simulate import vllm_format
 from exporter.simulate.scenarios import Scenario
 
@@ -151,7 +149,3 @@ class SimulatedServer:
         """/metrics in the layout of the vLLM 0.24.0 capture (counters, then `_created` gauges)."""
         with self.lock:
             return vllm_format.exposition(self)
-
-
-def number(value: float) -> str:
-    return floatToGoString(value)

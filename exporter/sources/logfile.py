@@ -87,11 +87,8 @@ FILE_REPLACED = _FileReplaced()
 class FileCounters:
     """What happened to one followed path; exported as self-metrics."""
 
-    opens: int = 0
     rotations: int = 0
     truncations: int = 0
-    read_errors: int = 0
-    bytes_read: int = 0
     dropped_partial_bytes: int = 0
 
 
@@ -194,7 +191,6 @@ class FollowedFile:
             return False
         opened = os.fstat(handle.fileno())
         self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
-        self.counters.opens += 1
         self._seek(offset)
         return True
 
@@ -208,7 +204,6 @@ class FollowedFile:
             return False
         opened = os.fstat(handle.fileno())
         self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
-        self.counters.opens += 1
         self._offset = 0
         if self._start_at_end:
             self._seek(opened.st_size)
@@ -247,10 +242,8 @@ class FollowedFile:
                 return
             self._offset += len(chunk)
             self._tail = (self._tail + chunk[-TAIL_CHECK_BYTES:])[-TAIL_CHECK_BYTES:]
-            self.counters.bytes_read += len(chunk)
             yield from self.buffer.feed(chunk)
 
     def _error(self, error: OSError) -> None:
-        self.counters.read_errors += 1
         level = logging.DEBUG if error.errno == errno.ENOENT else logging.WARNING
         log.log(level, "cannot read log file path=%s error=%s", self.path, error)

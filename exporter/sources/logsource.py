@@ -17,10 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from exporter.pipeline import LogPipeline
-from exporter.records import RawLine
-from exporter.sources.container import FramingError, LogFormat
+from exporter.sources.container import LogFormat
 from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
-from exporter.sources.wake import EventWaker, WatchdogWaker
+from exporter.sources.wake import Waker, WatchdogWaker
 from exporter.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
@@ -47,7 +46,7 @@ class LogSource:
         poll_interval: float = 1.0,
         model_name: str | None = None,
         max_line_bytes: int = 1 << 20,
-        waker: EventWaker | None = None,
+        waker: Waker | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.patterns = list(patterns)
@@ -63,7 +62,6 @@ class LogSource:
         self._first_pass = True
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.passes = 0
         self._restored: dict[str, FilePosition] = {}
         self._after_pass: Callable[[], None] | None = None
 
@@ -149,7 +147,6 @@ class LogSource:
                     batch = []
             pipeline.consume(batch, self.clock())
             self._report(path, followed)
-        self.passes += 1
         if self._after_pass is not None:
             self._after_pass()
 
@@ -171,18 +168,8 @@ class LogSource:
                 head = handle.read(PRIME_BYTES)
         except OSError:
             return
-        for raw in head.decode("utf-8", errors="replace").splitlines():
-            if not any(marker in raw for marker in _PRIME_MARKERS):
-                continue
-            try:
-                decoded = list(pipeline.decoder.decode(raw))
-            except FramingError:
-                continue
-            for text, stamp in decoded:
-                outcome = pipeline.interpreter.feed(RawLine(path, text, 0.0, stamp))
-                if outcome.config is not None:
-                    pipeline.store.record_config(path, outcome.config)
-        pipeline.decoder.reset()
+        lines = head.decode("utf-8", errors="replace").splitlines()
+        pipeline.learn_config(raw for raw in lines if any(marker in raw for marker in _PRIME_MARKERS))
 
     def _report(self, path: str, followed: FollowedFile) -> None:
         counters = followed.counters

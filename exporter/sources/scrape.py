@@ -77,7 +77,6 @@ class ScrapeSource:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self.cycles = 0
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -146,7 +145,6 @@ class ScrapeSource:
                         self._failed(target.url, "internal_error", repr(error), 0.0, state)
 
         await asyncio.gather(*(bounded(target) for target in targets))
-        self.cycles += 1
 
     async def scrape_target(self, client: httpx.AsyncClient, target: Target) -> None:
         state = self._states.get(target.url)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from exporter.pipeline import LogPipeline
 from exporter.sources.container import LogFormat
-from exporter.sources.linebuffer import LineBuffer
 from exporter.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
@@ -38,8 +37,9 @@ class StdinSource:
         self.fd = fd
         self.store = store
         self.clock = clock
-        self.buffer = LineBuffer(max_line_bytes)
-        self.pipeline = LogPipeline(store, STDIN_UPSTREAM, log_format=log_format, clock="arrival", model_name=model_name)
+        self.pipeline = LogPipeline(
+            store, STDIN_UPSTREAM, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes
+        )
         self._thread: threading.Thread | None = None
         self.finished = threading.Event()
 
@@ -54,11 +54,10 @@ class StdinSource:
     def _run(self) -> None:
         try:
             while chunk := os.read(self.fd, 1 << 16):
-                self.pipeline.consume(self.buffer.feed(chunk), self.clock())
+                self.pipeline.consume_bytes(chunk, self.clock())
         except OSError as error:
             log.warning("cannot read standard input error=%s", error)
-        self.pipeline.consume(self.buffer.flush(), self.clock())
-        self.pipeline.count_problem("line_too_long", self.buffer.too_long)
+        self.pipeline.finish(self.clock())
         self._set_up(False)
         self.finished.set()
         log.info("standard input ended")

@@ -13,14 +13,13 @@ import json
 import logging
 import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import yaml
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+
+from exporter.sources.wake import WatchdogWaker
 
 log = logging.getLogger(__name__)
 
@@ -80,27 +79,14 @@ class TargetsFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._changed = threading.Event()
-        self._changed.set()
         self._mtime: float | None = None
         self._targets: list[Target] = []
         self.errors = 0
-        self._observer = Observer()
-        directory = os.path.dirname(os.path.abspath(path))
-
-        class _Handler(FileSystemEventHandler):
-            def on_any_event(inner, event: FileSystemEvent) -> None:  # noqa: N805
-                self._changed.set()
-
-        if os.path.isdir(directory):
-            self._observer.schedule(_Handler(), directory, recursive=False)
-            self._observer.daemon = True
-            self._observer.start()
+        self._events = WatchdogWaker([os.path.dirname(os.path.abspath(path))])
+        self._events.wake()  # the first call reads the file
 
     def close(self) -> None:
-        if self._observer.is_alive():
-            self._observer.stop()
-            self._observer.join(timeout=5)
+        self._events.close()
 
     def current(self) -> list[Target]:
         """The targets now; the last good list is kept while the file is missing or broken."""
@@ -108,9 +94,8 @@ class TargetsFile:
             mtime = os.stat(self.path).st_mtime
         except OSError:
             return self._targets
-        if not self._changed.is_set() and mtime == self._mtime:
+        if not self._events.wait(0) and mtime == self._mtime:  # wait(0): was there an event? (and clear it)
             return self._targets
-        self._changed.clear()
         try:
             with open(self.path, encoding="utf-8") as handle:
                 targets = parse_targets_file(handle.read(), self.path)
