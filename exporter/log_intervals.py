@@ -24,6 +24,7 @@ from exporter.parse.vllm_log import (
     parse_spec_message,
 )
 from exporter.reconstruct import reconstruct
+from exporter.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
 from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SampledValues, SeriesKey, SpecConfig
 
@@ -32,17 +33,6 @@ DEFAULT_ENGINE = "0"
 _RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
 
 
-
-def might_matter(text: str) -> bool:
-    """Cheap substring tests, so lines that cannot matter (most of a log) never reach a regex."""
-    return (
-        "metrics: " in text
-        or "Engine " in text  # `Engine 000:` — not the `(EngineCore pid=…)` prefix
-        or "Engines Aggregated" in text
-        or "non-default args" in text
-        or "LLM engine" in text
-        or "accept len: " in text  # SGLang
-    )
 
 ClockMode = Literal["log", "arrival"]
 

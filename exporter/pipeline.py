@@ -1,7 +1,8 @@
 """One upstream's path through the stages: framing → interpreter → store.
 
-`serve` (live) and `analyze` (one-shot) both push physical lines through a LogPipeline; only the
-source and the clock differ.
+`serve` (live) and `analyze` (one-shot) both push blocks of physical lines through a LogPipeline;
+only the source and the clock differ. A plain-text block goes to the scanner, which hands over only
+the lines holding a marker; container framing (docker, CRI) is unwrapped line by line first.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from exporter.log_intervals import ClockMode, LogInterpreter, might_matter
+from exporter.log_intervals import ClockMode, LogInterpreter
 from exporter.records import RawLine
-from exporter.sources.container import FrameDecoder, FramingError, LogFormat
-from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
+from exporter.scan import LineScanner, might_matter
+from exporter.sources.container import FrameDecoder, FramingError, LogFormat, detect_format
+from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
 from exporter.store import SourceStats, Store
 
 
@@ -32,60 +34,84 @@ class LogPipeline:
     ) -> None:
         self.store = store
         self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
+        self.max_line_bytes = max_line_bytes
+        self.scanner = LineScanner(max_line_bytes)
+        self.too_long = 0  # lines over the cap dropped here (the buffers count their own)
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
         store.update_source(upstream, lambda stats: None)
 
+    def consume_block(self, block: bytes, read_at: float) -> int:
+        """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""
+        decoder = self.decoder
+        if decoder.format is None:
+            stripped = block.lstrip()
+            if not stripped:
+                return self._interpret((), block.count(b"\n") + 1, read_at)  # blank lines: decide later
+            first = stripped[:4096].split(b"\n", 1)[0]  # the first non-empty line decides
+            decoder.format = detect_format(first.decode("utf-8", errors="replace"))
+        if decoder.format != "plain":
+            lines, dropped = split_lines(block, self.max_line_bytes)
+            self.too_long += dropped
+            return self.consume(lines, read_at) + dropped
+        before = self.scanner.too_long
+        hits = self.scanner.scan(block)
+        self.too_long += self.scanner.too_long - before
+        return self._interpret([(text, None) for text in hits], block.count(b"\n") + 1, read_at)
+
     def consume(self, lines: Sequence[str], read_at: float) -> int:
         """Process physical lines read at `read_at`; return how many were read."""
+        if self.decoder.format == "plain":
+            return self._interpret([(line, None) for line in lines if might_matter(line)], len(lines), read_at)
+        texts: list[tuple[str, str | None]] = []
+        framing_errors = 0
+        for physical in lines:
+            try:
+                texts.extend(self.decoder.decode(physical))
+            except FramingError:
+                framing_errors += 1
+        return self._interpret(texts, len(lines), read_at, framing_errors)
+
+    def _interpret(self, texts: Iterable[tuple[str, str | None]], count: int, read_at: float, framing_errors: int = 0) -> int:
+        """Feed log lines (with their container time) to the interpreter; `count` physical lines were read."""
         spec = 0
         problems: Counter[str] = Counter()
+        if framing_errors:
+            problems["container_framing"] = framing_errors
         variants: Counter[str] = Counter()
         last_spec: float | None = None
-        decoder, interpreter, upstream = self.decoder, self.interpreter, self.upstream
-        for physical in lines:
-            if decoder.format == "plain":  # the common case: no generator, no framing
-                if not might_matter(physical):
-                    continue
-                decoded: Iterable[tuple[str, str | None]] = ((physical, None),)
-            else:
-                try:
-                    decoded = list(decoder.decode(physical))
-                except FramingError:
-                    problems["container_framing"] += 1
-                    continue
-            for text, stamp in decoded:
-                if not might_matter(text):
-                    continue
-                outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
-                if outcome.spec_line:
-                    spec += 1
-                    last_spec = read_at
-                if outcome.variant is not None:
-                    variants[outcome.variant] += 1
-                if outcome.problem is not None:
-                    problems[outcome.problem.reason] += 1
-                if outcome.config is not None:
-                    self.store.record_config(upstream, outcome.config)
-                if outcome.interval is not None:
-                    self.store.record_interval(outcome.interval)
-                if outcome.sample is not None:
-                    self.store.record_sample(outcome.sample)
-        if lines:
-            self.store.update_source(
-                upstream, _add(len(lines), spec, problems, variants, read_at, last_spec, interpreter.restarts)
-            )
-        return len(lines)
+        interpreter, upstream, store = self.interpreter, self.upstream, self.store
+        for text, stamp in texts:  # the interpreter passes over lines without a marker at once
+            outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
+            if outcome.spec_line:
+                spec += 1
+                last_spec = read_at
+            if outcome.variant is not None:
+                variants[outcome.variant] += 1
+            if outcome.problem is not None:
+                problems[outcome.problem.reason] += 1
+            if outcome.config is not None:
+                store.record_config(upstream, outcome.config)
+            if outcome.interval is not None:
+                store.record_interval(outcome.interval)
+            if outcome.sample is not None:
+                store.record_sample(outcome.sample)
+        if count:
+            store.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
+        return count
 
     def consume_bytes(self, chunk: bytes, read_at: float) -> int:
         """Frame raw bytes into lines (an unfinished last line waits) and process them."""
-        return self.consume(self.buffer.feed(chunk), read_at)
+        block = self.buffer.feed(chunk)
+        return 0 if block is None else self.consume_block(block, read_at)
 
     def finish(self, read_at: float) -> None:
         """The input ended: its unfinished last line counts, and so do over-long lines skipped."""
-        self.consume(self.buffer.flush(), read_at)
-        self.count_problem("line_too_long", self.buffer.too_long)
+        block = self.buffer.flush()
+        if block is not None:
+            self.consume_block(block, read_at)
+        self.count_problem("line_too_long", self.buffer.too_long + self.too_long)
 
     def learn_config(self, lines: Iterable[str]) -> None:
         """Take only the speculative config from `lines` (the head of a file joined mid-run)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import CAPTURE, GOLDEN
-from exporter.parse.exposition import CounterSet, ExpositionError, detect_engine, parse_exposition, prefilter
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.parse.exposition import _FAMILY_PREFIXES, CounterSet, ExpositionError, detect_engine, parse_exposition, spec_samples
 from exporter.scrape_intervals import ScrapeDeltas
 from exporter.sources.targets import TargetsError, parse_targets_file, target_from_url
 
@@ -21,11 +23,34 @@ def test_real_vllm_snapshot():
     assert counters.created["num_drafts"] == pytest.approx(1796199577.5018158)
 
 
-def test_prefilter_keeps_only_spec_decode_families():
-    text = (CAPTURE / "metrics" / "112_final.prom").read_text()
-    kept = prefilter(text).splitlines()
-    assert kept and all("spec_decode" in line for line in kept)
-    assert len(kept) < len(text.splitlines()) / 5
+PAYLOADS = sorted((CAPTURE / "metrics").glob("*.prom")) + sorted(FIXTURES.glob("*.prom"))
+
+
+@pytest.mark.parametrize("path", PAYLOADS, ids=lambda path: path.name)
+def test_hand_extraction_equals_prometheus_clients_parser(path):
+    """prometheus_client's full parser is the oracle for every real and fixture payload."""
+    text = path.read_text()
+    prefix = _FAMILY_PREFIXES[detect_engine(text)]
+    expected = [  # prometheus_client adds `_total` to a counter sample written without it
+        (sample.name.removesuffix("_total"), sample.labels, sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name.startswith(prefix)
+    ]
+    extracted = [(name.removesuffix("_total"), labels, value) for name, labels, value in spec_samples(text, prefix)]
+    assert expected and extracted == expected
+
+
+def test_escaped_label_values_timestamps_and_special_values():
+    text = (
+        '# HELP vllm:spec_decode_num_drafts_total vllm:spec_decode_ in a comment\n'
+        'other{note="vllm:spec_decode_x 1"} 1\n'
+        'vllm:spec_decode_num_drafts_total{model_name="a \\"q\\" \\\\ b\\nc",engine="0",} 12 1700000000000\n'
+        "vllm:spec_decode_num_draft_tokens_total +Inf\n"
+    )
+    samples = list(spec_samples(text, "vllm:spec_decode_"))
+    assert samples[0] == ("vllm:spec_decode_num_drafts_total", {"model_name": 'a "q" \\ b\nc', "engine": "0"}, 12.0)
+    assert samples[1][2] == float("inf") and len(samples) == 2
 
 
 def test_sglang_gauges_are_sampled_values_of_the_leader_rank():

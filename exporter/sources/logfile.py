@@ -128,8 +128,8 @@ class FollowedFile:
             self.counters.rotations, self.counters.truncations,
         )
 
-    def poll(self) -> Iterator[str | _FileReplaced]:
-        """Yield every complete line that is new since the last poll, and FILE_REPLACED at a rotation."""
+    def poll(self) -> Iterator[bytes | _FileReplaced]:
+        """Yield the new complete lines as blocks (lines joined by b"\\n"), and FILE_REPLACED at a rotation."""
         if self._resume is not None:
             yield from self._resume_reading()
         try:
@@ -147,7 +147,7 @@ class FollowedFile:
         identity = (stat.st_dev, stat.st_ino)
         if self._file is not None and identity != self._identity:
             yield from self._drain()
-            yield from self.buffer.flush()
+            yield from self._flush()
             self.close()
             self.counters.rotations += 1
             yield FILE_REPLACED
@@ -162,7 +162,7 @@ class FollowedFile:
             log.info("log file truncated, reading again from its start path=%s", self.path)
         yield from self._drain()
 
-    def _resume_reading(self) -> Iterator[str | _FileReplaced]:
+    def _resume_reading(self) -> Iterator[bytes | _FileReplaced]:
         """First poll after a restart: continue where the saved position says, wherever that file is now."""
         position, self._resume = self._resume, None
         assert position is not None
@@ -175,7 +175,7 @@ class FollowedFile:
             if candidate != self.path and _matches(candidate, position) and self._open_at(candidate, position.offset):
                 log.info("finishing a file rotated while stopped rotated=%s offset=%d", candidate, position.offset)
                 yield from self._drain()
-                yield from self.buffer.flush()
+                yield from self._flush()
                 self.close()
                 self.counters.rotations += 1
                 yield FILE_REPLACED
@@ -230,7 +230,7 @@ class FollowedFile:
             return True
         return self._read_at(self._offset - len(self._tail), len(self._tail)) == self._tail
 
-    def _drain(self) -> Iterator[str]:
+    def _drain(self) -> Iterator[bytes]:
         assert self._file is not None
         while True:
             try:
@@ -242,7 +242,14 @@ class FollowedFile:
                 return
             self._offset += len(chunk)
             self._tail = (self._tail + chunk[-TAIL_CHECK_BYTES:])[-TAIL_CHECK_BYTES:]
-            yield from self.buffer.feed(chunk)
+            block = self.buffer.feed(chunk)
+            if block is not None:
+                yield block
+
+    def _flush(self) -> Iterator[bytes]:
+        block = self.buffer.flush()
+        if block is not None:
+            yield block
 
     def _error(self, error: OSError) -> None:
         level = logging.DEBUG if error.errno == errno.ENOENT else logging.WARNING

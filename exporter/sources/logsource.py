@@ -25,7 +25,6 @@ from exporter.store import SourceStats, Store
 log = logging.getLogger(__name__)
 
 PRIME_BYTES = 1 << 20
-_BATCH = 2048
 _PRIME_MARKERS = ("non-default args", "LLM engine")
 
 
@@ -134,19 +133,12 @@ class LogSource:
                     self._files[path] = self._follow(path)
         self._first_pass = False
         for path, (followed, pipeline) in self._files.items():
-            batch: list[str] = []
-            for item in followed.poll():
+            for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
                 if item is FILE_REPLACED:
-                    pipeline.consume(batch, self.clock())
-                    batch = []
                     pipeline.file_replaced()
-                    continue
-                batch.append(item)  # type: ignore[arg-type]
-                if len(batch) >= _BATCH:  # bounded pieces during a large catch-up read
-                    pipeline.consume(batch, self.clock())
-                    batch = []
-            pipeline.consume(batch, self.clock())
-            self._report(path, followed)
+                else:
+                    pipeline.consume_block(item, self.clock())  # type: ignore[arg-type]
+            self._report(path, followed, pipeline)
         if self._after_pass is not None:
             self._after_pass()
 
@@ -171,9 +163,9 @@ class LogSource:
         lines = head.decode("utf-8", errors="replace").splitlines()
         pipeline.learn_config(raw for raw in lines if any(marker in raw for marker in _PRIME_MARKERS))
 
-    def _report(self, path: str, followed: FollowedFile) -> None:
+    def _report(self, path: str, followed: FollowedFile, pipeline: LogPipeline) -> None:
         counters = followed.counters
-        too_long = followed.buffer.too_long
+        too_long = followed.buffer.too_long + pipeline.too_long
 
         def update(stats: SourceStats) -> None:
             stats.up = followed.exists

@@ -1,0 +1,81 @@
+"""Find the few log lines that can matter inside a block of many, without touching the rest.
+
+A vLLM log is mostly uvicorn access lines; about one line in forty is a spec-decode or engine
+line. Every line that can matter contains one of MARKERS, so a block of complete lines is scanned
+once for all markers together (Hyperscan: one SIMD pass, the way grep scans, instead of one
+`bytes.find` pass per marker) and only the lines around the hits are cut out and decoded. Lines
+without a marker cost no Python work at all.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import hyperscan
+
+# Substrings that every line worth parsing contains; the interpreter decides what each hit is.
+MARKERS: tuple[str, ...] = (
+    "metrics: ",  # V1 `SpecDecoding metrics: `, V0 `Speculative metrics: `
+    "Engine ",  # V1 `Engine 000:` — not the `(EngineCore pid=…)` prefix
+    "Engines Aggregated",  # V1 with several API servers
+    "non-default args",  # V1 startup config
+    "LLM engine",  # `Initializing a V1 LLM engine (v…) with config:` and V0's
+    "accept len: ",  # SGLang decode batches
+)
+
+
+def might_matter(text: str) -> bool:
+    """Cheap substring tests, so a single line that cannot matter never reaches a regex."""
+    return any(map(text.__contains__, MARKERS))
+
+
+_database: hyperscan.Database | None = None
+_compile_lock = threading.Lock()
+
+
+def _shared_database() -> hyperscan.Database:
+    """One compiled database for the process; each scanner brings its own scratch space."""
+    global _database
+    with _compile_lock:
+        if _database is None:
+            database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            literals = [marker.encode() for marker in MARKERS]
+            database.compile(expressions=literals, ids=list(range(len(literals))), elements=len(literals))
+            _database = database
+        return _database
+
+
+class LineScanner:
+    """Cuts the lines holding a marker out of a block of complete lines. One per thread."""
+
+    def __init__(self, max_line_bytes: int) -> None:
+        self.max_line_bytes = max_line_bytes
+        self._database = _shared_database()
+        self._scratch = hyperscan.Scratch(self._database)  # a scratch space is not thread-safe
+        self.too_long = 0
+
+    def scan(self, block: bytes) -> list[str]:
+        """The decoded lines of `block` (lines joined by b"\\n") that contain a marker, in order."""
+        ends: list[int] = []
+        self._database.scan(block, match_event_handler=lambda _id, _start, end, _flags, _ctx: ends.append(end),
+                            scratch=self._scratch)
+        if not ends:
+            return []
+        if len(ends) > 1:
+            ends.sort()  # Hyperscan reports in end order per pattern set; be certain
+        lines: list[str] = []
+        cap, find, rfind = self.max_line_bytes, block.find, block.rfind
+        line_end = -1
+        for end in ends:
+            if end <= line_end:
+                continue  # a second marker in a line already taken
+            start = rfind(b"\n", 0, end) + 1
+            line_end = find(b"\n", end)
+            if line_end < 0:
+                line_end = len(block)
+            if line_end - start > cap:
+                self.too_long += 1
+                continue
+            text = block[start:line_end].decode("utf-8", errors="replace")
+            lines.append(text[:-1] if text.endswith("\r") else text)
+        return lines
