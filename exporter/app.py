@@ -13,12 +13,10 @@ from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
 
 from exporter.assess import judged_window
 from exporter.config import DeriveSettings
-from exporter.export import VERSION, SpecDecodeCollector
+from exporter.export import CONTENT_TYPE, VERSION, MetricsRenderer
 from exporter.report import snapshot_report
 from exporter.store import Store
 from exporter.websecurity import OPEN_PATHS, WebSecurity
@@ -42,8 +40,7 @@ def create_app(
     store: Store, settings: DeriveSettings, sources: Sequence[Source] = (), security: WebSecurity | None = None
 ) -> FastAPI:
     """Build the sidecar's ASGI app over `store`; `sources` run for the app's lifetime."""
-    registry = CollectorRegistry(auto_describe=True)
-    registry.register(SpecDecodeCollector(store, settings))
+    renderer = MetricsRenderer(store, settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -57,7 +54,7 @@ def create_app(
 
     app = FastAPI(title="specdecode-exporter", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
-    app.state.registry = registry
+    app.state.renderer = renderer
 
     if security is not None:
 
@@ -71,9 +68,9 @@ def create_app(
             return await call_next(request)
 
     @app.get("/metrics")
-    def metrics(request: Request) -> Response:
-        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-        return Response(encoder(registry), media_type=content_type)
+    def metrics() -> Response:
+        # text format 0.0.4 for every client: Prometheus accepts it whatever it asks for first
+        return Response(renderer.render(), media_type=CONTENT_TYPE)
 
     @app.get("/api/v1/status")
     def status() -> JSONResponse:

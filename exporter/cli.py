@@ -133,13 +133,14 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 @option("--window", "windows", multiple=True, default=DEFAULT_WINDOWS, show_default=True, help="Windows of the gauges (e.g. 1m, 5m, 1h); repeatable or comma-separated.")
 @option("--health-window", default="5m", show_default=True, help="Window the health verdict judges; the longest window is its baseline.")
 @option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between checks of each file when no file event arrives.")
+@option("--file-events/--no-file-events", default=True, show_default=True, help="Wake on inotify file events; without them, check files every --poll-interval only.")
 @option("--max-line-bytes", type=click.IntRange(min=1024), default=1 << 20, show_default=True, help="Longer lines are counted and skipped.")
 @option("--max-series", type=click.IntRange(min=1), default=1000, show_default=True, help="Series cap; the least recently updated is dropped first.")
 @_derive_options
 def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, scrape_interval: float,
           scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
           state_dir: str | None, web_config_file: str | None, baseline_half_life: str, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
-          poll_interval: float, max_line_bytes: int, max_series: int, config_path: str | None,
+          poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: str) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
     if not logs and not targets and not targets_file:
@@ -170,7 +171,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
             logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
             scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=pair_map,
             state_dir=state_dir, web_config_file=web_config_file, baseline_half_life=half_life, from_start=from_start, log_format=log_format, listen=listen, windows=window_map,  # type: ignore[arg-type]
-            poll_interval=poll_interval, model_name=model_name, max_line_bytes=max_line_bytes,
+            poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
             max_series=max_series, derive=derive_settings,
         )
     )

@@ -75,6 +75,7 @@ class Settings:
     listen: str = DEFAULT_LISTEN
     windows: Mapping[str, float] = field(default_factory=dict)
     poll_interval: float = 1.0
+    file_events: bool = True  # inotify wake-ups; off: polling only
     model_name: str | None = None
     max_line_bytes: int = 1 << 20
     max_series: int = 1000

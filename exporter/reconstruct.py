@@ -23,6 +23,7 @@ Error bound (proved by tests/test_reconstruct.py against exact counts):
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -54,20 +55,25 @@ def _range_from_mean_length(accepted: int, mean_length: float) -> tuple[float, f
     return low, accepted / (excess - MEAN_LENGTH_HALF_STEP - _EPS)
 
 
-def _position_bounds(rates: tuple[float, ...], drafts: int) -> list[tuple[int, int]]:
-    bounds = []
-    for rate in rates:
-        low = max(0, math.ceil((rate - RATE_HALF_STEP) * drafts - _EPS))
-        high = min(drafts, math.floor((rate + RATE_HALF_STEP) * drafts + _EPS))
-        bounds.append((low, high))
-    return bounds
+def _rate_limits(rates: tuple[float, ...]) -> tuple[list[float], list[float]]:
+    """Each rate's rounding interval, clipped to [0, 1] (so A_i stays within 0..D without clamping)."""
+    return [max(0.0, rate - RATE_HALF_STEP) for rate in rates], [min(1.0, rate + RATE_HALF_STEP) for rate in rates]
 
 
-def _positions_fit(rates: tuple[float, ...], drafts: int, accepted: int) -> bool:
-    bounds = _position_bounds(rates, drafts)
-    if any(low > high for low, high in bounds):
-        return False
-    return sum(low for low, _ in bounds) <= accepted <= sum(high for _, high in bounds)
+def _position_bounds(limits: tuple[list[float], list[float]], drafts: int) -> tuple[list[int], list[int]]:
+    """For each position, the integers A_i that round to its printed rate at this D: [low_i, high_i]."""
+    ceil, floor = math.ceil, math.floor
+    lows = [ceil(rate * drafts - _EPS) for rate in limits[0]]
+    highs = [floor(rate * drafts + _EPS) for rate in limits[1]]
+    return lows, highs
+
+
+def _fitting_bounds(limits: tuple[list[float], list[float]], drafts: int, accepted: int) -> tuple[list[int], list[int]] | None:
+    """The position bounds at this D if integers A_i within them can sum to A, else None."""
+    lows, highs = _position_bounds(limits, drafts)
+    if any(map(int.__gt__, lows, highs)) or not sum(lows) <= accepted <= sum(highs):
+        return None
+    return lows, highs
 
 
 def _residual(accepted: int, drafts: int, mean_length: float | None, rates: tuple[float, ...]) -> float:
@@ -85,22 +91,30 @@ def split_positions(rates: tuple[float, ...], drafts: int, accepted: int) -> tup
     """Â_i ≈ r_i·D, adjusted within each rate's rounding so that Σ Â_i = A where possible."""
     if not rates or drafts <= 0:
         return tuple(0 for _ in rates)
-    bounds = _position_bounds(rates, drafts)
-    counts = [min(max(round(rate * drafts), low), max(low, high)) for rate, (low, high) in zip(rates, bounds)]
+    return _split(rates, drafts, accepted, *_position_bounds(_rate_limits(rates), drafts))
+
+
+def _split(rates: tuple[float, ...], drafts: int, accepted: int, lows: list[int], highs: list[int]) -> tuple[int, ...]:
+    # A rate's rounding interval is centred on r_i·D, so when it holds any integer it holds round(r_i·D)
+    counts = [round(rate * drafts) for rate in rates]
+    if any(map(int.__lt__, counts, lows)) or any(map(int.__gt__, counts, highs)):  # an interval without one
+        counts = [min(max(count, low), max(low, high)) for count, low, high in zip(counts, lows, highs)]
     remainder = accepted - sum(counts)
-    # Move one token at a time to the position whose exact value r_i·D is furthest on that side.
+    if remainder == 0:
+        return tuple(counts)
+    # Move one token at a time to the position whose exact value r_i·D is furthest on that side
+    # (a heap of (−distance, −i): the largest distance first, the highest position on a tie).
     step = 1 if remainder > 0 else -1
-    while remainder != 0:
-        room = [
-            (step * (rate * drafts - count), i)
-            for i, (rate, count, (low, high)) in enumerate(zip(rates, counts, bounds))
-            if (step > 0 and count < high) or (step < 0 and count > low)
-        ]
-        if not room:
-            break
-        _, best = max(room)
-        counts[best] += step
+    limit = highs if step > 0 else lows
+    heap = [(-step * (rate * drafts - count), -i) for i, (rate, count) in enumerate(zip(rates, counts)) if counts[i] != limit[i]]
+    heapq.heapify(heap)
+    while remainder != 0 and heap:
+        distance, negative_i = heapq.heappop(heap)
+        i = -negative_i
+        counts[i] += step
         remainder -= step
+        if counts[i] != limit[i]:
+            heapq.heappush(heap, (distance + 1, negative_i))
     return tuple(counts)
 
 
@@ -129,11 +143,19 @@ def reconstruct(
     first, last = max(1, math.ceil(low - _EPS)), math.floor(high + _EPS)
     if first > last:
         return None
+    fitting: dict[int, tuple[list[int], list[int]]] = {}  # candidate D → its position bounds
     if last - first > _MAX_CANDIDATES:
         centre = accepted / sum(rates) if rates and sum(rates) > 0 else (first + last) / 2
         candidates = sorted({first, min(max(round(centre), first), last), last})
+    elif not rates:
+        candidates = list(range(first, last + 1))
     else:
-        candidates = [d for d in range(first, last + 1) if not rates or _positions_fit(rates, d, accepted)]
+        limits = _rate_limits(rates)
+        for d in range(first, last + 1):
+            bounds = _fitting_bounds(limits, d, accepted)
+            if bounds is not None:
+                fitting[d] = bounds
+        candidates = list(fitting)
     if not candidates:
         return None
     if k and draft_tokens % k == 0 and draft_tokens // k in candidates:
@@ -144,5 +166,5 @@ def reconstruct(
         drafts=drafts,
         drafts_low=candidates[0],
         drafts_high=candidates[-1],
-        accepted_per_position=split_positions(rates, drafts, accepted),
+        accepted_per_position=_split(rates, drafts, accepted, *fitting[drafts]) if drafts in fitting else split_positions(rates, drafts, accepted),
     )

@@ -10,8 +10,7 @@ without a marker cost no Python work at all.
 from __future__ import annotations
 
 import threading
-
-import hyperscan
+from typing import Any
 
 # Substrings that every line worth parsing contains; the interpreter decides what each hit is.
 MARKERS: tuple[str, ...] = (
@@ -29,12 +28,14 @@ def might_matter(text: str) -> bool:
     return any(map(text.__contains__, MARKERS))
 
 
-_database: hyperscan.Database | None = None
+_database: Any = None  # hyperscan.Database; imported on first use, so `import exporter` stays light
 _compile_lock = threading.Lock()
 
 
-def _shared_database() -> hyperscan.Database:
+def _shared_database() -> Any:
     """One compiled database for the process; each scanner brings its own scratch space."""
+    import hyperscan
+
     global _database
     with _compile_lock:
         if _database is None:
@@ -50,6 +51,8 @@ class LineScanner:
 
     def __init__(self, max_line_bytes: int) -> None:
         self.max_line_bytes = max_line_bytes
+        import hyperscan
+
         self._database = _shared_database()
         self._scratch = hyperscan.Scratch(self._database)  # a scratch space is not thread-safe
         self.too_long = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import logging
 
 import uvicorn
@@ -34,6 +36,7 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
             from_start=settings.from_start,
             log_format=settings.log_format,
             poll_interval=settings.poll_interval,
+            file_events=settings.file_events,
             model_name=settings.model_name,
             max_line_bytes=settings.max_line_bytes,
         )
@@ -74,4 +77,25 @@ def run(settings: Settings) -> None:
         "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",
         "https" if tls else "http", host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", **tls)  # type: ignore[arg-type]
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", **tls)  # type: ignore[arg-type]
+    try:
+        _CalmServer(config).run()
+    except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a clean shutdown
+        pass
+
+
+class _CalmServer(uvicorn.Server):
+    """uvicorn's server, ticking once a second instead of ten times.
+
+    Each tick only refreshes the Date header and checks for a shutdown request, yet ten of them a
+    second cost an idle sidecar 0.4% of a core, more than following ten idle logs. Shutdown on
+    SIGTERM waits at most a second longer.
+    """
+
+    async def main_loop(self) -> None:
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864000  # a multiple of 10: on_tick refreshes the Date header each time
+            await asyncio.sleep(1.0)
+            should_exit = await self.on_tick(counter)

@@ -7,6 +7,7 @@ V1-b); one such interval makes the window's D unknown rather than wrong.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -14,9 +15,10 @@ from exporter.records import Interval
 
 
 def _add_positions(left: tuple[int, ...], right: tuple[int, ...], sign: int = 1) -> tuple[int, ...]:
-    if len(left) < len(right):
-        left = left + (0,) * (len(right) - len(left))
-    return tuple(a + sign * (right[i] if i < len(right) else 0) for i, a in enumerate(left))
+    if len(left) != len(right):  # k changed, or one side has no positions: pad the shorter with zeros
+        width = max(len(left), len(right))
+        left, right = left + (0,) * (width - len(left)), right + (0,) * (width - len(right))
+    return tuple(map(operator.add if sign > 0 else operator.sub, left, right))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.export import MetricsRenderer
+
 DEADLINE_SECONDS = 30.0
 POLL_SECONDS = 0.05  # how often a waiting test re-scrapes; never a sync point by itself
 
@@ -120,3 +122,17 @@ def running_exporter(*args: str, stdin: int | None = None) -> Iterator[Exporter]
     command = cli("serve", "--listen", f"127.0.0.1:{port}", *args)
     with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "exporter", stdin=stdin) as process:
         yield Exporter(process, f"http://127.0.0.1:{port}")
+
+
+class Rendered:
+    """get_sample_value() over a fresh render, read back with prometheus_client's parser."""
+
+    def __init__(self, renderer: MetricsRenderer) -> None:
+        self.renderer = renderer
+
+    def get_sample_value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        for family in text_string_to_metric_families(self.renderer.render()):
+            for sample in family.samples:
+                if sample.name == name and sample.labels == (labels or {}):
+                    return sample.value
+        return None

@@ -6,17 +6,15 @@ import json
 import subprocess
 import sys
 
-from prometheus_client import CollectorRegistry
-
 from conftest import CAPTURE
 from exporter.config import DeriveSettings
-from exporter.export import SpecDecodeCollector
+from exporter.export import MetricsRenderer
 from exporter.pipeline import LogPipeline
 from exporter.report import snapshot_report
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.store import Store
-from helpers import running_exporter, value
+from helpers import Rendered, running_exporter, value
 
 
 def simulated_report(name: str, seconds: float = 180.0) -> dict:  # type: ignore[type-arg]
@@ -60,8 +58,7 @@ def test_verdict_reason_and_speedup_curve_are_exported():
     LogPipeline(store, "capture").consume(
         (CAPTURE / "server.log").read_bytes().decode().split("\n"), read_at=__import__("time").time()
     )
-    registry = CollectorRegistry()
-    registry.register(SpecDecodeCollector(store, DeriveSettings(health_window="1h")))
+    registry = Rendered(MetricsRenderer(store, DeriveSettings(health_window="1h")))
     labels = {"upstream": "capture", "model_name": "target", "engine": "0", "source": "log"}
     assert registry.get_sample_value("specdecode_verdict_info", {**labels, "state": "ok", "reason": "all_positions_pay"}) == 1
     speedup = [registry.get_sample_value("specdecode_expected_speedup", {**labels, "window": "1h", "speculative_tokens": str(k)}) for k in range(9)]

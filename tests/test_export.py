@@ -1,11 +1,14 @@
-"""The collector in-process, on a fresh registry: sampled values, staleness, labels."""
+"""The /metrics renderer in-process: sampled values, staleness, labels, caching, exact text format."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
+from conftest import CAPTURE
+from helpers import Rendered
 from exporter.config import DeriveSettings
-from exporter.export import SpecDecodeCollector
+from exporter.export import MetricsRenderer
 from exporter.labels import MAX_LABEL_LENGTH, clean
 from exporter.pipeline import LogPipeline
 from exporter.records import Interval, SeriesKey
@@ -25,10 +28,29 @@ class Clock:
         return self.now
 
 
-def registry_for(store: Store, settings: DeriveSettings | None = None) -> CollectorRegistry:
-    registry = CollectorRegistry()
-    registry.register(SpecDecodeCollector(store, settings or DeriveSettings()))
-    return registry
+def registry_for(store: Store, settings: DeriveSettings | None = None) -> Rendered:
+    return Rendered(MetricsRenderer(store, settings or DeriveSettings()))
+
+
+class _Reparsed:
+    def __init__(self, text: str) -> None:
+        self.families = list(text_string_to_metric_families(text))
+
+    def collect(self):  # type: ignore[no-untyped-def]
+        return iter(self.families)
+
+
+def prometheus_client_rendering(text: str) -> str:
+    """prometheus_client's own text for the families it parses out of `text`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Reparsed(text))  # type: ignore[arg-type]
+    return generate_latest(registry).decode()
+
+
+def capture_store() -> Store:
+    store = Store({"1m": 60.0, "1h": 3600.0})
+    LogPipeline(store, "capture").consume((CAPTURE / "server.log").read_text().split("\n"), read_at=1000.0)
+    return store
 
 
 def test_sglang_log_lines_are_exported_as_sampled_values_only():
@@ -73,7 +95,25 @@ def test_label_values_from_input_are_capped_and_cleaned():
         ["(APIServer pid=1) INFO 12-02 08:19:42 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 3.00, Accepted throughput: 0.42 tokens/s, Drafted throughput: 1.68 tokens/s, Accepted: 2 tokens, Drafted: 8 tokens, Per-position acceptance rate: 1.000, 1.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, Avg Draft acceptance rate: 25.0%"],
         read_at=1.0,
     )
-    from prometheus_client import generate_latest
-
-    text = generate_latest(registry_for(store)).decode()
+    text = MetricsRenderer(store, DeriveSettings()).render()
     assert 'model_name="model\\"with\\\\quotes?and newline"' in text
+    assert prometheus_client_rendering(text) == text
+
+
+def test_text_is_byte_for_byte_what_prometheus_client_writes():
+    text = MetricsRenderer(capture_store(), DeriveSettings(health_window="1h")).render()
+    assert "specdecode_verdict_info{" in text and "specdecode_accepted_tokens_per_position_total{" in text
+    assert prometheus_client_rendering(text) == text
+
+
+def test_unchanged_series_are_not_rendered_again():
+    store = capture_store()
+    renderer = MetricsRenderer(store, DeriveSettings(health_window="1h"))
+    first = renderer.render()
+    assert renderer.rendered_series == 1
+    assert renderer.render() == first and renderer.rendered_series == 1  # nothing changed: reused
+    key = SeriesKey("capture", "target", "0", "log")
+    store.record_interval(Interval(key=key, end=1001.0, draft_tokens=8, accepted_tokens=8, drafts=1, accepted_per_position=(1,) * 8, k=8))
+    changed = renderer.render()
+    assert renderer.rendered_series == 2 and changed != first
+    assert "specdecode_accepted_tokens_total{engine=\"0\",model_name=\"target\",source=\"log\",upstream=\"capture\"} 78463.0" in changed

@@ -102,6 +102,19 @@ def test_copytruncate_reads_again_from_the_start(tmp_path, follow):
     assert followed.counters.dropped_partial_bytes == len("half")
 
 
+def test_copytruncate_lines_written_before_the_copy_are_read_from_the_copy(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "a\nb\n")
+    followed = follow(log, start_at_end=False)
+    assert poll(followed) == ["a", "b"]
+    write(log, "c\nhal")  # written after our last read …
+    (tmp_path / "vllm.log.1").write_bytes(log.read_bytes())  # … then copied and truncated by logrotate
+    write(log, "", mode="w")
+    write(log, "d\n")
+    assert poll(followed) == ["c", "d"]  # the copy gives c; only the unfinished "hal" is dropped
+    assert followed.counters.truncations == 1 and followed.counters.dropped_partial_bytes == len("hal")
+
+
 def test_copytruncate_is_seen_even_when_the_file_regrew_past_our_offset(tmp_path, follow):
     log = tmp_path / "vllm.log"
     write(log, "line 1\nline 2\n")

@@ -137,6 +137,19 @@ def test_variants_seen_in_forks_parse_permissively(message, check):
     assert parsed is not None and check(parsed)
 
 
+def test_the_fast_v1e_reader_agrees_with_the_general_one(golden_log_lines):
+    """Every V1-e line of the capture, the simulator's V1-e lines and the reference lines: same fields."""
+    from exporter.simulate.scenarios import SCENARIOS
+    from exporter.simulate.server import SimulatedServer
+
+    server = SimulatedServer(SCENARIOS["healthy"], seed=5, log_interval=1.0)
+    lines = list(golden_log_lines) + server.advance(30.0) + [line for line, *_ in REFERENCE_LINES]
+    messages = [e.message for e in map(parse_envelope, lines) if e is not None and e.message.startswith("SpecDecoding metrics: ")]
+    fast = [parse_spec_message(m) for m in messages]
+    assert sum(p.variant == "V1-e" for p in fast) >= 50
+    assert repr(fast) == repr([parse_spec_message(m, fast=False) for m in messages])  # repr: nan == nan
+
+
 @pytest.mark.parametrize(
     "message, reason",
     [

@@ -87,10 +87,42 @@ def _positions(message: str) -> tuple[str, tuple[float, ...] | None]:
     return rest, rates
 
 
-def parse_spec_message(message: str) -> ParsedSpecLine | None:
+# The current layout (V1-e) exactly as vLLM ≥ 0.11 prints it: one regex instead of the general
+# key/value reading below, which it must always agree with (tests/test_parse_vllm_log.py).
+_V1E = re.compile(
+    rf"Mean acceptance length: ({_NUMBER}), Accepted throughput: ({_NUMBER}) tokens/s, "
+    rf"Drafted throughput: {_NUMBER} tokens/s, Accepted: (\d+) tokens, Drafted: (\d+) tokens, "
+    rf"{re.escape(PER_POSITION_KEY)}: ((?:{_NUMBER}(?:, {_NUMBER})*)?), Avg Draft acceptance rate: ({_NUMBER})%"
+)
+
+
+def _parse_v1e(body: str) -> ParsedSpecLine | None:
+    """The common case, fast; None when the body is not exactly V1-e (the general reader decides)."""
+    match = _V1E.fullmatch(body)
+    if match is None:
+        return None
+    mean_length, throughput, accepted, drafted, items, percent = match.groups()
+    rates = tuple(map(float, items.split(", "))) if items else ()
+    if not all(0.0 <= rate <= 1.0 for rate in rates):
+        return None  # let the general reader name the error
+    return ParsedSpecLine(
+        variant="V1-e",
+        accepted_tokens=int(accepted),
+        draft_tokens=int(drafted),
+        cumulative=False,
+        mean_acceptance_length=float(mean_length),
+        position_rates=rates,
+        draft_acceptance_percent=float(percent),
+        accepted_throughput=float(throughput),
+    )
+
+
+def parse_spec_message(message: str, *, fast: bool = True) -> ParsedSpecLine | None:
     """Parse a log message; None if it is not a spec-decode line; SpecLineError if it is but is bad."""
     if message.startswith(V1_PREFIX):
-        return _parse_v1(message[len(V1_PREFIX) :])
+        body = message[len(V1_PREFIX) :]
+        parsed = _parse_v1e(body) if fast else None
+        return parsed if parsed is not None else _parse_v1(body)
     if message.startswith(V0_PREFIX):
         body = message[len(V0_PREFIX) :]
         if "System efficiency" in body:

@@ -109,6 +109,7 @@ class FollowedFile:
         self._identity: tuple[int, int] | None = None
         self._offset = 0
         self._tail = b""  # the last bytes read, ending at _offset
+        self._head = b""  # the file's first bytes as read, to recognise a copy of it (copytruncate)
         self._start_at_end = start_at_end  # only for the file that exists when we start
         self.exists = False
 
@@ -157,6 +158,7 @@ class FollowedFile:
                 return
         elif stat.st_size < self._offset or not self._tail_unchanged():
             self.counters.truncations += 1
+            yield from self._finish_copy()
             self.counters.dropped_partial_bytes += self.buffer.discard()
             self._seek(0)
             log.info("log file truncated, reading again from its start path=%s", self.path)
@@ -171,8 +173,8 @@ class FollowedFile:
                 log.info("resuming log path=%s offset=%d", self.path, position.offset)
             return
         # rotated while we were down: finish the old file (now a sibling such as .1) from the saved offset
-        for candidate in sorted(glob.glob(glob.escape(self.path) + "*")) + sorted(glob.glob(glob.escape(self.path.rsplit(".", 1)[0]) + "*")):
-            if candidate != self.path and _matches(candidate, position) and self._open_at(candidate, position.offset):
+        for candidate in self._siblings(self.path):
+            if _matches(candidate, position) and self._open_at(candidate, position.offset):
                 log.info("finishing a file rotated while stopped rotated=%s offset=%d", candidate, position.offset)
                 yield from self._drain()
                 yield from self._flush()
@@ -183,6 +185,32 @@ class FollowedFile:
         if os.path.exists(self.path):
             log.warning("saved log position matches no file; reading the current one from its start path=%s", self.path)
             self.counters.rotations += 1
+
+    def _siblings(self, path: str) -> list[str]:
+        """Files a rotation may have moved `path` to (path.1, path-2026…, path.gz is skipped by content)."""
+        found = sorted(glob.glob(glob.escape(path) + "*")) + sorted(glob.glob(glob.escape(path.rsplit(".", 1)[0]) + "*"))
+        return [candidate for candidate in dict.fromkeys(found) if candidate != path]
+
+    def _finish_copy(self) -> Iterator[bytes]:
+        """copytruncate: what was written after our last read is in the copy; read it from our offset."""
+        if not self._offset or not self._head:
+            return
+        for candidate in self._siblings(self.path):
+            try:
+                with open(candidate, "rb") as copy:
+                    if os.fstat(copy.fileno()).st_size < self._offset or copy.read(len(self._head)) != self._head:
+                        continue
+                    if self._tail and os.pread(copy.fileno(), len(self._tail), self._offset - len(self._tail)) != self._tail:
+                        continue
+                    copy.seek(self._offset)
+                    while chunk := copy.read(READ_CHUNK):
+                        block = self.buffer.feed(chunk)
+                        if block is not None:
+                            yield block
+            except OSError:
+                continue
+            log.info("log file copied and truncated; read the rest from the copy copy=%s", candidate)
+            return
 
     def _open_at(self, path: str, offset: int) -> bool:
         try:
@@ -204,7 +232,7 @@ class FollowedFile:
             return False
         opened = os.fstat(handle.fileno())
         self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
-        self._offset = 0
+        self._seek(0)  # forget the previous file's head and tail too
         if self._start_at_end:
             self._seek(opened.st_size)
         self._start_at_end = False  # files that appear or replace it later are read whole
@@ -215,6 +243,7 @@ class FollowedFile:
         self._file.seek(offset)  # type: ignore[attr-defined]
         self._offset = offset
         self._tail = b""
+        self._head = self._read_at(0, min(offset, FINGERPRINT_BYTES)) if offset else b""
         if offset:
             self._tail = self._read_at(max(0, offset - TAIL_CHECK_BYTES), min(offset, TAIL_CHECK_BYTES))
 
@@ -240,6 +269,8 @@ class FollowedFile:
                 return
             if not chunk:
                 return
+            if len(self._head) < FINGERPRINT_BYTES and self._offset == len(self._head):
+                self._head += chunk[: FINGERPRINT_BYTES - len(self._head)]
             self._offset += len(chunk)
             self._tail = (self._tail + chunk[-TAIL_CHECK_BYTES:])[-TAIL_CHECK_BYTES:]
             block = self.buffer.feed(chunk)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from exporter.pipeline import LogPipeline
 from exporter.sources.container import LogFormat
 from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
-from exporter.sources.wake import Waker, WatchdogWaker
+from exporter.sources.wake import EventWaker, Waker, file_waker
 from exporter.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class LogSource:
         from_start: bool = False,
         log_format: LogFormat = "auto",
         poll_interval: float = 1.0,
+        file_events: bool = True,
         model_name: str | None = None,
         max_line_bytes: int = 1 << 20,
         waker: Waker | None = None,
@@ -53,6 +54,7 @@ class LogSource:
         self.from_start = from_start
         self.log_format = log_format
         self.poll_interval = poll_interval
+        self.file_events = file_events
         self.model_name = model_name
         self.max_line_bytes = max_line_bytes
         self.clock = clock
@@ -86,7 +88,7 @@ class LogSource:
 
     def start(self) -> None:
         if self._waker is None:
-            self._waker = WatchdogWaker(self._directories())
+            self._waker = file_waker(self._directories()) if self.file_events else EventWaker()
         self._thread = threading.Thread(target=self._run, name="log-source", daemon=True)
         self._thread.start()
 

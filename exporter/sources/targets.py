@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from exporter.sources.wake import WatchdogWaker
+from exporter.sources.wake import file_waker
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class TargetsFile:
         self._mtime: float | None = None
         self._targets: list[Target] = []
         self.errors = 0
-        self._events = WatchdogWaker([os.path.dirname(os.path.abspath(path))])
+        self._events = file_waker([os.path.dirname(os.path.abspath(path))])
         self._events.wake()  # the first call reads the file
 
     def close(self) -> None:

@@ -1,16 +1,23 @@
 """Wake-ups for the log follower: file events shorten the wait, the poll interval bounds it.
 
-Watchdog delivers one event per write; handling each one costs far more CPU than the work it
-signals. So events only set a flag, and the follower loop — which re-checks every file on each
-wake — coalesces any number of them into one pass. The timeout is the polling fallback for
-filesystems where inotify misses events (network mounts, some container overlays).
+A log written line by line makes one file event per write. Handling each one costs far more than
+the work it signals: watchdog reads and dispatches every event in Python, which measured 26% of a
+core for a file growing at 1,000 lines/s. On Linux the follower therefore reads inotify itself
+(inotify_simple) and coalesces: after the first event it waits COALESCE_SECONDS and then takes
+everything queued at once — the kernel merges repeated events on the same file while they sit
+unread — so a busy file costs one pass per COALESCE_SECONDS, not one per write. Elsewhere
+watchdog's observer (FSEvents, kqueue) sets a flag. The timeout is the polling fallback for
+filesystems where events never come (network mounts, some container overlays).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import select
+import sys
 import threading
+import time
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -18,6 +25,8 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
+
+COALESCE_SECONDS = 0.04  # events within this long of the first one share one pass (latency ≤ this + a pass)
 
 
 class Waker(Protocol):
@@ -80,3 +89,82 @@ class WatchdogWaker(EventWaker):
         if self.watching:
             self._observer.stop()
             self._observer.join(timeout=5)
+
+
+class InotifyWaker:
+    """Linux inotify on the directories of the followed paths, read in coalesced batches."""
+
+    def __init__(self, directories: Iterable[str], coalesce: float = COALESCE_SECONDS) -> None:
+        from inotify_simple import INotify, flags
+
+        self.coalesce = coalesce
+        self._inotify = INotify(nonblocking=True)
+        mask = flags.MODIFY | flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO | flags.CLOSE_WRITE | flags.ATTRIB
+        watched = 0
+        for directory in sorted(set(directories)):
+            if not os.path.isdir(directory):
+                continue  # a directory that does not exist yet is covered by polling
+            try:
+                self._inotify.add_watch(directory, mask)
+                watched += 1
+            except OSError as error:  # e.g. inotify watch limit reached
+                log.warning("file events unavailable, polling only directory=%s error=%s", directory, error)
+        self.watching = watched > 0
+        self._wake_read, self._wake_write = os.pipe()  # wake() and close() from other threads
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._poller = select.poll()
+        self._inotify_fd = self._inotify.fileno()
+        self._poller.register(self._inotify_fd, select.POLLIN)
+        self._poller.register(self._wake_read, select.POLLIN)
+        self._closed = False
+
+    def wait(self, timeout: float) -> bool:
+        """Block until an event, wake() or `timeout`; True if woken. wait(0) only asks."""
+        if self._closed:
+            return True
+        ready = {fd for fd, _ in self._poller.poll(max(0.0, timeout) * 1000)}
+        if self._closed:  # closed while we waited
+            return True
+        if not ready:
+            return False
+        if self._inotify_fd in ready:
+            if timeout > 0:
+                time.sleep(self.coalesce)  # let the writes of the next few ms merge into what is queued
+            self._drain_events()
+        if self._wake_read in ready:
+            try:
+                os.read(self._wake_read, 4096)
+            except BlockingIOError:
+                pass
+        return True
+
+    def _drain_events(self) -> None:
+        try:
+            while os.read(self._inotify_fd, 65536):
+                pass
+        except (BlockingIOError, OSError):
+            pass  # empty (EAGAIN), or closed while we were asleep
+
+    def wake(self) -> None:
+        try:
+            os.write(self._wake_write, b"x")
+        except (BlockingIOError, OSError):
+            pass  # already pending, or closed
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.wake()
+        self._closed = True
+        self._inotify.close()
+
+
+def file_waker(directories: Iterable[str]) -> InotifyWaker | WatchdogWaker:
+    """Coalesced inotify on Linux; watchdog's observer elsewhere."""
+    if sys.platform.startswith("linux"):
+        try:
+            return InotifyWaker(directories)
+        except OSError as error:  # inotify instance limit reached
+            log.warning("inotify unavailable, using watchdog error=%s", error)
+    return WatchdogWaker(directories)

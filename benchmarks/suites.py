@@ -1,0 +1,250 @@
+"""The five benchmarks. Each returns rows for the results table; each also checks its answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.inputs import ROOT, LogTruth, make_log, make_payload
+from benchmarks.processes import background, cpu_seconds, rss_bytes, sidecar, wait_until
+
+MTAIL_PROGRAMS = ROOT / "mtail"
+
+
+@dataclass(frozen=True)
+class Row:
+    benchmark: str
+    case: str
+    measured: str  # the figure, with its unit
+    baseline: str  # what it is compared with, measured in the same run
+    ratio: str  # how it compares ("" when there is no baseline)
+    target: str
+    met: bool | None  # None: no target for this row
+
+
+def _median_seconds(command: list[str], runs: int, check=None) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+        if check is not None:
+            check(result.stdout)
+    return statistics.median(times)
+
+
+def _warm(path: Path) -> None:
+    """Read the file once so every contender starts from a warm page cache."""
+    with open(path, "rb") as handle:
+        while handle.read(1 << 24):
+            pass
+
+
+def _check_analyze(truth: LogTruth):  # type: ignore[no-untyped-def]
+    def check(stdout: bytes) -> None:
+        report = json.loads(stdout)
+        (series,) = report["series"]
+        got = (report["spec_lines"], series["accepted_tokens"], series["draft_tokens"], report["lines_read"])
+        want = (truth.spec_lines, truth.accepted_tokens, truth.draft_tokens, truth.lines)
+        if got != want:
+            raise AssertionError(f"analyze got (spec lines, A, T, lines) {got}, the generator wrote {want}")
+    return check
+
+
+def _check_mtail(truth: LogTruth):  # type: ignore[no-untyped-def]
+    def check(stdout: bytes) -> None:
+        metrics = json.loads(stdout)
+        got = tuple(int(metrics[name][0]["LabelValues"][0]["Value"]["Value"]) for name in ("specdecode_spec_lines", "specdecode_accepted_tokens"))
+        if got != (truth.spec_lines, truth.accepted_tokens):
+            raise AssertionError(f"mtail counted {got}, the generator wrote {(truth.spec_lines, truth.accepted_tokens)}")
+    return check
+
+
+def mtail_binary() -> str | None:
+    return shutil.which("mtail")
+
+
+def offline(size: int, runs: int, mtail_runs: int) -> list[Row]:
+    truth = make_log(size)
+    _warm(truth.path)
+    path = str(truth.path)
+    grep = _median_seconds(["env", "LC_ALL=C", "grep", "-c", "SpecDecoding metrics", path], runs)
+    analyze = _median_seconds(
+        [sys.executable, "-m", "exporter.cli", "analyze", "--format", "json", "--no-progress", path], runs, _check_analyze(truth)
+    )
+    mib = truth.size / (1 << 20)
+    label = f"{mib:,.0f} MiB, {truth.lines:,} lines"
+    rows = [
+        Row("offline scan", f"grep -c, {label}", f"{grep:.3f} s ({mib / grep:,.0f} MiB/s)", "", "", "", None),
+        Row("offline scan", f"analyze vs grep, {label}", f"{analyze:.3f} s ({mib / analyze:,.0f} MiB/s)", f"grep {grep:.3f} s",
+            f"{grep / analyze:.3f}× grep", "≥ 0.5× grep", grep / analyze >= 0.5),
+    ]
+    mtail = mtail_binary()
+    if mtail is None:
+        rows.append(Row("offline scan", f"analyze vs mtail, {label}", "mtail not installed (apt-get install mtail)", "", "", "≥ 20× mtail", None))
+        return rows
+    mtail_seconds = _median_seconds(
+        [mtail, "--one_shot", "--one_shot_format", "json", "--progs", str(MTAIL_PROGRAMS), "--logs", path, "--logtostderr"],
+        mtail_runs, _check_mtail(truth),
+    )
+    rows.append(Row("offline scan", f"analyze vs mtail, {label}", f"{analyze:.3f} s", f"mtail {mtail_seconds:.2f} s ({mtail_runs} run(s))",
+                    f"{mtail_seconds / analyze:.1f}× mtail", "≥ 20× mtail", mtail_seconds / analyze >= 20))
+    return rows
+
+
+def exposition(repeats: int) -> list[Row]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from exporter.parse.exposition import parse_exposition
+
+    payload = make_payload()
+    snapshot = parse_exposition(payload)
+    if len(snapshot.counters) != 4 or any(len(c.accepted_per_position) != 15 for c in snapshot.counters.values()):
+        raise AssertionError("the extraction missed engines or positions of the payload")
+
+    def best_of(function) -> float:  # type: ignore[no-untyped-def]
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    full = best_of(lambda: list(text_string_to_metric_families(payload)))
+    ours = best_of(lambda: parse_exposition(payload))
+    size = f"{len(payload.encode()) / 1000:.0f} KB, 4 engines, k = 15"
+    return [Row("exposition", f"spec-decode extraction, {size}", f"{ours * 1e3:.3f} ms", f"prometheus_client full parse {full * 1e3:.1f} ms",
+                f"{full / ours:.0f}× faster", "≥ 50×", full / ours >= 50)]
+
+
+_ENGINE = "(APIServer pid=7) INFO 12-02 08:00:00 [loggers.py:273] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 120.0 tokens/s, Running: 16 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.4%, Prefix cache hit rate: 62.5%\n"
+_SPEC = (
+    "(APIServer pid=7) INFO 12-02 08:00:00 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.00, Accepted throughput: 10.00 tokens/s, "
+    "Drafted throughput: 150.00 tokens/s, Accepted: 10 tokens, Drafted: 150 tokens, Per-position acceptance rate: "
+    + ", ".join(["1.000"] + ["0.000"] * 14) + ", Avg Draft acceptance rate: 6.7%\n"
+)
+_ACCESS = '(APIServer pid=7) INFO:     127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def latency(lines: int, poll_interval: float) -> list[Row]:
+    rows = []
+    for mode, flags, target_ms in (
+        ("file events (inotify)", [], 100.0),
+        (f"polling every {poll_interval:g} s", ["--no-file-events"], poll_interval * 1000 + 50),
+    ):
+        with tempfile.TemporaryDirectory() as directory:
+            log = Path(directory) / "server.log"
+            log.write_text(_ACCESS)
+            with sidecar("--log", str(log), "--poll-interval", str(poll_interval), *flags) as running, open(log, "a") as out:
+                wait_until(lambda: 'specdecode_log_lines_total{upstream=' in running.metrics(), "the log to be followed")
+                seen = running.spec_lines()
+                samples = []
+                rng = random.Random(1)
+                for _ in range(lines):
+                    time.sleep(rng.uniform(0.01, 0.05))  # spread writes over the poll phase
+                    out.write(_ENGINE + _SPEC)
+                    out.flush()
+                    written = time.perf_counter()
+                    seen += 1
+                    wait_until(lambda: running.spec_lines() >= seen, "a spec line to show on /metrics", timeout=10, every=0.002)
+                    samples.append((time.perf_counter() - written) * 1000)
+        p50, p99 = _percentile(samples, 0.5), _percentile(samples, 0.99)
+        rows.append(Row("live latency", f"{mode}, {lines} lines", f"p50 {p50:.1f} ms, p99 {p99:.1f} ms", "", "",
+                        f"p99 < {target_ms:.0f} ms", p99 < target_ms))
+    return rows
+
+
+def _write_at_rate(path: Path, rate: float, seconds: float) -> int:
+    """Append lines one write() each (as a logging handler does) at `rate` lines/s; return how many."""
+    pattern = [_ACCESS] * 38 + [_ENGINE, _SPEC]
+    written = 0
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        start = time.monotonic()
+        while (elapsed := time.monotonic() - start) < seconds:
+            due = int(elapsed * rate) + 1
+            while written < due:
+                os.write(fd, pattern[written % len(pattern)].encode())
+                written += 1
+            time.sleep(max(0.0, (written / rate) - (time.monotonic() - start)))
+    finally:
+        os.close(fd)
+    return written
+
+
+def _cpu_share(pid: int, during) -> float:  # type: ignore[no-untyped-def]
+    before, start = cpu_seconds(pid), time.monotonic()
+    during()
+    return (cpu_seconds(pid) - before) / (time.monotonic() - start)
+
+
+def follow(seconds: float, rates: tuple[int, ...] = (100, 1000), idle_files: int = 10) -> list[Row]:
+    rows = []
+    for rate in rates:
+        with tempfile.TemporaryDirectory() as directory:
+            log = Path(directory) / "server.log"
+            log.write_text(_ACCESS)
+            with background(["tail", "-F", "-n", "0", str(log)]) as tail:
+                tail_share = _cpu_share(tail.pid, lambda: _write_at_rate(log, rate, seconds))
+            with sidecar("--log", str(log)) as running:
+                wait_until(lambda: 'specdecode_log_lines_total{upstream=' in running.metrics(), "the log to be followed")
+                before = running.spec_lines()
+                share = _cpu_share(running.process.pid, lambda: _write_at_rate(log, rate, seconds))
+                expected = before + int(seconds * rate) // 40
+                wait_until(lambda: running.spec_lines() >= expected, "every written spec line to be counted", timeout=10)
+        rows.append(Row("follow cost", f"one file growing at {rate:,} lines/s, {seconds:g} s", f"{share * 100:.2f}% of a core",
+                        f"tail -F {tail_share * 100:.2f}%", f"{share / tail_share:.1f}× tail -F" if tail_share else "", "< 1%", share < 0.01))
+    with tempfile.TemporaryDirectory() as directory:
+        paths = [Path(directory) / f"idle-{i}.log" for i in range(idle_files)]
+        for path in paths:
+            path.write_text(_ACCESS)
+        with sidecar(*[arg for path in paths for arg in ("--log", str(path))]) as running:
+            wait_until(lambda: running.metrics().count('specdecode_log_lines_total{upstream=') == idle_files, "every file to be followed")
+            share = _cpu_share(running.process.pid, lambda: time.sleep(seconds))
+    rows.append(Row("follow cost", f"{idle_files} idle files, {seconds:g} s", f"{share * 100:.3f}% of a core", "", "", "< 0.1%", share < 0.001))
+    return rows
+
+
+def scale(targets: int, interval: float, seconds: float, renders: int, base: int = 21000) -> list[Row]:
+    """`base` … base+targets-1 must be free loopback ports; the helper fails loudly otherwise."""
+    with tempfile.TemporaryDirectory() as directory, background(
+        [sys.executable, "-m", "benchmarks.targets", "--count", str(targets), "--port", str(base)], "ready"
+    ):
+        file_sd = Path(directory) / "targets.json"
+        file_sd.write_text(json.dumps([{"targets": [f"127.0.0.1:{base + i}" for i in range(targets)]}]))
+        with sidecar("--targets-file", str(file_sd), "--scrape-interval", str(interval), "--max-series", str(targets * 2)) as running:
+            wait_until(lambda: running.metrics().count("specdecode_source_up{") == targets, "every target to be scraped", timeout=120, every=0.5)
+            wait_until(lambda: running.metrics().count("specdecode_mean_acceptance_length{") >= targets, "every target's second scrape", timeout=120, every=0.5)
+            pid = running.process.pid
+            share = _cpu_share(pid, lambda: time.sleep(seconds))
+            rss = rss_bytes(pid)
+            times, size = [], 0
+            for _ in range(renders):
+                start = time.perf_counter()
+                size = len(running.client.get(running.url + "/metrics").content)
+                times.append(time.perf_counter() - start)
+                time.sleep(interval / renders)
+            up = running.metrics().count('specdecode_source_up{source="metrics"')
+            if up != targets:
+                raise AssertionError(f"{up} of {targets} targets exported")
+    render = statistics.median(times) * 1000
+    case = f"{targets:,} targets every {interval:g} s"
+    return [
+        Row("scale", f"{case}: CPU over {seconds:g} s", f"{share * 100:.1f}% of a core", "", "", "< 50%", share < 0.5),
+        Row("scale", f"{case}: RSS", f"{rss / 1e6:.0f} MB", "", "", "< 150 MB", rss < 150e6),
+        Row("scale", f"{case}: GET /metrics ({size / 1e6:.1f} MB)", f"median {render:.1f} ms over {renders}", "", "", "< 50 ms", render < 50),
+    ]
