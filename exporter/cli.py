@@ -97,13 +97,14 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
 analyze_cmd.name = "analyze"
 
 
-def _pairs(values: tuple[str, ...]) -> dict[str, str]:
-    pairs = {}
+def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    pairs = []
     for value in values:
         log_path, sep, url = value.partition("=")
         if not sep or not log_path or not url:
-            raise ConfigError(f"--pair: expected LOG=URL, got {value!r}")
-        pairs[target_from_url(url).url] = log_path
+            raise ConfigError(f"--pair: expected LOG=URL (or PLUGIN_DIR=URL, PLUGIN_DIR=LOG), got {value!r}")
+        other = target_from_url(url).url if url.startswith(("http://", "https://")) or ":" in url.split("/")[0] else url
+        pairs.append((other, log_path.rstrip("/") or "/"))
     return pairs
 
 
@@ -119,6 +120,7 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 @option("--log", "logs", multiple=True, help="vLLM log to follow: a path, a glob, or - for stdin. Repeatable.")
 @option("--target", "targets", multiple=True, help="Server /metrics URL to scrape (http://host:port/metrics, or host:port). Repeatable.")
 @option("--targets-file", type=click.Path(dir_okay=False), help="Prometheus file_sd targets file (JSON or YAML), reloaded when it changes.")
+@option("--vllm-plugin-dir", "plugin_dirs", multiple=True, type=click.Path(file_okay=False), help="Directory our vLLM stat-logger plugin writes its records to (SPECDECODE_PLUGIN_DIR inside vLLM): exact counts. Repeatable.")
 @option("--scrape-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds between scrapes of each target.")
 @option("--scrape-timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, help="Seconds a whole scrape may take.")
 @option("--max-scrape-bytes", type=click.IntRange(min=1024), default=16 << 20, show_default=True, help="Larger /metrics answers are refused (too_large).")
@@ -137,14 +139,14 @@ def _windows(values: tuple[str, ...]) -> dict[str, float]:
 @option("--max-line-bytes", type=click.IntRange(min=1024), default=1 << 20, show_default=True, help="Longer lines are counted and skipped.")
 @option("--max-series", type=click.IntRange(min=1), default=1000, show_default=True, help="Series cap; the least recently updated is dropped first.")
 @_derive_options
-def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, scrape_interval: float,
+def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, plugin_dirs: tuple[str, ...], scrape_interval: float,
           scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
           state_dir: str | None, web_config_file: str | None, baseline_half_life: str, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
           poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: str) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
-    if not logs and not targets and not targets_file:
-        raise click.UsageError("nothing to read: give --log, --target or --targets-file")
+    if not logs and not targets and not targets_file and not plugin_dirs:
+        raise click.UsageError("nothing to read: give --log, --target, --targets-file or --vllm-plugin-dir")
     try:
         stale_seconds = parse_duration(stale_after)
         half_life = parse_duration(baseline_half_life)
@@ -154,7 +156,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         parse_listen(listen)
         derive_settings = load_derive_settings(config_path, draft_token_cost, health_window, stale_seconds)
         target_urls = tuple(target_from_url(url).url for url in targets)
-        pair_map = _pairs(pairs) or default_pairs(logs, target_urls)
+        pair_map = _pairs(pairs) or default_pairs(logs, target_urls, plugin_dirs)
         if web_config_file:
             from exporter.websecurity import load_web_config
 
@@ -169,7 +171,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     run(
         Settings(
             logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
-            scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=pair_map,
+            scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
             state_dir=state_dir, web_config_file=web_config_file, baseline_half_life=half_life, from_start=from_start, log_format=log_format, listen=listen, windows=window_map,  # type: ignore[arg-type]
             poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
             max_series=max_series, derive=derive_settings,

@@ -69,7 +69,8 @@ class Settings:
     scrape_timeout: float = 3.0
     max_scrape_bytes: int = 16 << 20
     engine: str | None = None  # force the /metrics engine instead of detecting it
-    pairs: Mapping[str, str] = field(default_factory=dict)  # metrics target URL → log path of the same server
+    pairs: tuple[tuple[str, str], ...] = ()  # upstreams that are the same server: (target URL or plugin dir, log path or target URL)
+    plugin_dirs: tuple[str, ...] = ()  # directories of our vLLM plugin's records
     from_start: bool = False
     log_format: LogFormat = "auto"
     listen: str = DEFAULT_LISTEN

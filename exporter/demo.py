@@ -50,7 +50,7 @@ def run_demo(
             Settings(
                 logs=(str(log_path),),
                 targets=(target,),
-                pairs={target: str(log_path)},
+                pairs=((target, str(log_path)),),
                 from_start=True,
                 listen=listen,
                 windows=windows,

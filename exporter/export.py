@@ -153,6 +153,8 @@ class MetricsRenderer:
             add(names.DRAFTS, labels, life.known_drafts)
         for position, count in enumerate(life.accepted_per_position):
             add(names.ACCEPTED_PER_POSITION, [*labels, str(position)], count)
+        for position, count in enumerate(life.draft_tokens_per_position):
+            add(names.DRAFT_TOKENS_PER_POSITION, [*labels, str(position)], count)
 
     def _windowed(
         self, series: SeriesSnapshot, labels: list[str], windows: list[str], judged: str, add: Add, info: Info
@@ -193,7 +195,7 @@ class MetricsRenderer:
 
     def _cross_check(self, snapshot: Snapshot, add: Add) -> None:
         for gap in cross_check(snapshot, self.store.pairs):
-            labels = [clean(gap.metrics_upstream), clean(gap.log_upstream), clean(gap.model_name), clean(gap.engine), gap.window, gap.quantity]
+            labels = [clean(gap.reference_upstream), clean(gap.compared_upstream), clean(gap.model_name), clean(gap.engine), gap.window, gap.quantity]
             add(names.DISAGREEMENT, labels, gap.relative_difference)
 
     @staticmethod

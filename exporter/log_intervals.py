@@ -1,5 +1,8 @@
 """Turn the lines of one log upstream into Interval records.
 
+Our vLLM plugin's JSON records (exporter/plugin/records.py) arrive the same way, as lines of a
+followed file, and become exact Intervals of source "plugin".
+
 What a single line cannot tell, this keeps per upstream:
   * which engine a V1 spec line belongs to — the `Engine 00N:` line that precedes it from the same
     pid (the spec line itself carries no engine index);
@@ -23,12 +26,17 @@ from exporter.parse.vllm_log import (
     parse_engine_marker,
     parse_spec_message,
 )
+from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
+from exporter.plugin.records import VERSION as PLUGIN_RECORD_VERSION
+from exporter.plugin.records import PluginConfig, RecordError
+from exporter.plugin.records import decode as decode_plugin_record
 from exporter.reconstruct import reconstruct
 from exporter.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
 from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SampledValues, SeriesKey, SpecConfig
 
 UNKNOWN_MODEL = "unknown"
+PLUGIN_VARIANT = f"plugin-v{PLUGIN_RECORD_VERSION}"  # the `format` label of plugin records
 DEFAULT_ENGINE = "0"
 _RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
 
@@ -70,6 +78,8 @@ class LogInterpreter:
         text = line.text
         if not might_matter(text):
             return _NOTHING
+        if text.startswith(PLUGIN_RECORD):
+            return self._plugin(line)
         envelope = parse_envelope(text)
         if envelope is None:
             sglang = parse_sglang_decode(text) if "Decode batch" in text else None
@@ -98,6 +108,39 @@ class LogInterpreter:
         return _NOTHING
 
     # --- helpers -----------------------------------------------------------------------------
+
+    def _plugin(self, line: RawLine) -> LineOutcome:
+        """A record of our vLLM plugin: exact counts, nothing to reconstruct."""
+        try:
+            record = decode_plugin_record(line.text)
+        except RecordError as error:
+            return self._problem(line, error.reason, spec_line=True)
+        if isinstance(record, PluginConfig):
+            self.config = self.config.merged(
+                SpecConfig(
+                    method=record.method, num_speculative_tokens=record.num_speculative_tokens, draft_model=record.draft_model,
+                    server_version=record.vllm_version, served_model_name=record.model_name, model=record.model,
+                )
+            )
+            return LineOutcome(config=self.config)
+        if record is None:
+            return _NOTHING  # a record kind from a newer plugin: skipped, not an error
+        model = self.model_name or record.model_name or self.config.served_model_name or self.config.model or UNKNOWN_MODEL
+        interval = Interval(
+            key=SeriesKey(upstream=self.upstream, model_name=model, engine=record.engine, source="plugin"),
+            end=record.end,
+            start=record.start,
+            seconds=record.end - record.start,
+            draft_tokens=record.draft_tokens,
+            accepted_tokens=record.accepted_tokens,
+            drafts=record.drafts,
+            accepted_per_position=record.accepted_per_position,
+            draft_tokens_per_position=record.draft_tokens_per_position,
+            k=self.config.num_speculative_tokens or len(record.accepted_per_position) or None,
+            drafts_range=(record.drafts, record.drafts),
+            variant=PLUGIN_VARIANT,
+        )
+        return LineOutcome(interval=interval, spec_line=True, variant=PLUGIN_VARIANT)
 
     def _problem(self, line: RawLine, reason: str, *, spec_line: bool) -> LineOutcome:
         return LineOutcome(problem=ParseProblem(self.upstream, reason, line.text), spec_line=spec_line)

@@ -39,6 +39,11 @@ ACCEPTED_TOKENS = _m("accepted_tokens", "counter", "Draft tokens accepted by the
 ACCEPTED_PER_POSITION = _m(
     "accepted_tokens_per_position", "counter", "Draft tokens accepted at each draft position (A_i).", *S, "position"
 )
+DRAFT_TOKENS_PER_POSITION = _m(
+    "draft_tokens_per_position", "counter",
+    "Draft tokens proposed at each draft position (T_i; from the vLLM plugin only): A_i/T_i is acceptance among drafts that reached i.",
+    *S, "position",
+)
 
 # Windowed gauges computed by the sidecar.
 MEAN_ACCEPTANCE_LENGTH = _m(
@@ -98,8 +103,9 @@ SAMPLED_TIMESTAMP = _m("sampled_timestamp_seconds", "gauge", "Unix time of the l
 # Log and /metrics of the same server compared.
 DISAGREEMENT = _m(
     "source_disagreement_ratio", "gauge",
-    "Relative difference |log - metrics| / metrics of one quantity over the same window, for a server read both ways.",
-    "upstream", "log_upstream", "model_name", "engine", "window", "quantity",
+    "Relative difference |compared - reference| / reference of one quantity over the same window, for a server read two ways; "
+    "the reference (upstream) is the more exact source: plugin records, else /metrics, else the log.",
+    "upstream", "compared_upstream", "model_name", "engine", "window", "quantity",
 )
 
 # Self-metrics.

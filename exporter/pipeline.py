@@ -31,6 +31,7 @@ class LogPipeline:
         year_reference: float | None = None,
         model_name: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        source_kind: str = "log",
     ) -> None:
         self.store = store
         self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
@@ -40,7 +41,7 @@ class LogPipeline:
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
-        store.update_source(upstream, lambda stats: None)
+        store.update_source(upstream, lambda stats: None, kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
         """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""

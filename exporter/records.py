@@ -81,7 +81,7 @@ class SeriesKey:
     upstream: str
     model_name: str
     engine: str
-    source: str  # "log" | "metrics"
+    source: str  # "log" | "metrics" | "plugin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,7 @@ class Interval:
     variant: str = ""
     start: float | None = None
     seconds: float | None = None  # how long the interval lasted, as the server measured it when printed
+    draft_tokens_per_position: tuple[int, ...] = ()  # T_i, known only from the plugin's records
 
 
 @dataclass(frozen=True, slots=True)

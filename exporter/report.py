@@ -6,7 +6,7 @@ Serves `analyze` (JSON/CSV/table) and the `/api/v1/status` endpoint. Unknown val
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from exporter.assess import assess
@@ -98,7 +98,7 @@ def snapshot_report(
     snapshot: Snapshot,
     settings: DeriveSettings,
     spans: Mapping[str, float] | None = None,
-    pairs: Mapping[str, str] | None = None,
+    pairs: Iterable[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """All series (over their lifetime, or over each window in `spans`) plus source counters."""
     names = ["lifetime"] if not spans else sorted(spans, key=parse_duration)
@@ -123,19 +123,21 @@ def snapshot_report(
         ],
         "cross_check": [
             {
-                "metrics_upstream": gap.metrics_upstream,
-                "log_upstream": gap.log_upstream,
+                "reference_upstream": gap.reference_upstream,
+                "compared_upstream": gap.compared_upstream,
+                "reference_source": gap.reference_source,
+                "compared_source": gap.compared_source,
                 "model_name": gap.model_name,
                 "engine": gap.engine,
                 "window": gap.window,
                 "window_seconds": parse_duration(gap.window),
                 "quantity": gap.quantity,
-                "log": round(gap.log_value, 6),
-                "metrics": round(gap.metrics_value, 6),
+                "reference": round(gap.reference_value, 6),
+                "compared": round(gap.compared_value, 6),
                 "relative_difference": round(gap.relative_difference, 6),
                 "agree": gap.agree,
             }
-            for gap in cross_check(snapshot, pairs or {})
+            for gap in cross_check(snapshot, pairs or ())
         ],
         "parse_errors": _merged(source.problems for source in snapshot.sources),
         "lines_read": sum(source.lines for source in snapshot.sources),

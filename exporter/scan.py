@@ -20,6 +20,7 @@ MARKERS: tuple[str, ...] = (
     "non-default args",  # V1 startup config
     "LLM engine",  # `Initializing a V1 LLM engine (v…) with config:` and V0's
     "accept len: ",  # SGLang decode batches
+    '{"specdecode_plugin":',  # records of our vLLM plugin (exporter/plugin/records.py)
 )
 
 

@@ -25,11 +25,11 @@ log = logging.getLogger(__name__)
 def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
     store = Store(settings.windows, max_series=settings.max_series, baseline_half_life=settings.baseline_half_life)
-    store.pairs = dict(settings.pairs)
+    store.pairs = list(settings.pairs)
     sources: list[Source] = []
     log_source: LogSource | None = None
     paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
-    if paths:
+    if paths or settings.plugin_dirs:
         log_source = LogSource(
             paths,
             store,
@@ -37,6 +37,7 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
             log_format=settings.log_format,
             poll_interval=settings.poll_interval,
             file_events=settings.file_events,
+            plugin_dirs=settings.plugin_dirs,
             model_name=settings.model_name,
             max_line_bytes=settings.max_line_bytes,
         )

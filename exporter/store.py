@@ -108,7 +108,7 @@ class Store:
         self._sources: dict[str, SourceStats] = {}
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
-        self.pairs: dict[str, str] = {}  # metrics target URL → log path of the same server
+        self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
         self._restored: dict[SeriesKey, SlowAverage] = {}  # saved averages of series not seen yet
 
     def record_interval(self, interval: Interval) -> None:
@@ -243,7 +243,12 @@ class Store:
             for entry in saved.get("series", []):  # type: ignore[union-attr]
                 try:
                     key = SeriesKey(**entry["key"])
-                    totals = Totals(**{**entry["totals"], "accepted_per_position": tuple(entry["totals"]["accepted_per_position"])})
+                    saved_totals = entry["totals"]
+                    totals = Totals(**{
+                        **saved_totals,
+                        "accepted_per_position": tuple(saved_totals["accepted_per_position"]),
+                        "draft_tokens_per_position": tuple(saved_totals.get("draft_tokens_per_position", ())),
+                    })
                 except (TypeError, KeyError):
                     continue
                 series = self._series.get(key) or _Series(key, self.window_seconds, self.baseline_half_life)
@@ -261,12 +266,13 @@ class Store:
         return restored
 
     def _config_of(self, upstream: str) -> SpecConfig:
-        """An upstream's config; a scrape target borrows what its paired log announced (method, draft)."""
-        own = self._configs.get(upstream, SpecConfig())
-        paired = self.pairs.get(upstream)
-        if paired is None:
-            return own
-        return self._configs.get(paired, SpecConfig()).merged(own)
+        """An upstream's config; what it does not say it borrows from its pairs (a target has no method)."""
+        config = self._configs.get(upstream, SpecConfig())
+        for first, second in self.pairs:
+            partner = second if first == upstream else first if second == upstream else None
+            if partner is not None:
+                config = self._configs.get(partner, SpecConfig()).merged(config)
+        return config
 
     def config(self, upstream: str) -> SpecConfig:
         with self._lock:
@@ -290,6 +296,7 @@ def _totals_json(totals: Totals) -> dict[str, object]:
 
     data = asdict(totals)
     data["accepted_per_position"] = list(totals.accepted_per_position)
+    data["draft_tokens_per_position"] = list(totals.draft_tokens_per_position)
     return data
 
 

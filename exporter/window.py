@@ -34,6 +34,7 @@ class Totals:
     drafts_high: int = 0
     accepted_per_position: tuple[int, ...] = ()
     k: int | None = None
+    draft_tokens_per_position: tuple[int, ...] = ()  # T_i: only plugin records carry them
     seconds: float = 0.0  # summed interval lengths (those that are known)
     start: float | None = None
     end: float | None = None
@@ -55,6 +56,8 @@ class Totals:
             drafts_low=self.drafts_low + sign * drafts_range[0],
             drafts_high=self.drafts_high + sign * drafts_range[1],
             accepted_per_position=_add_positions(self.accepted_per_position, interval.accepted_per_position, sign),
+            draft_tokens_per_position=_add_positions(self.draft_tokens_per_position, interval.draft_tokens_per_position, sign)
+            if interval.draft_tokens_per_position or self.draft_tokens_per_position else (),
             k=interval.k if interval.k is not None else self.k,
             seconds=max(0.0, self.seconds + sign * (interval.seconds or 0.0)),
             # removing an interval leaves the span to the caller, who knows what remains

@@ -182,10 +182,11 @@ def test_log_and_metrics_of_one_server_are_cross_checked(tmp_path):
                 and value(s, "specdecode_log_spec_lines_total", upstream=str(log)) == 31,
                 "both sources to have read the whole run",
             )
-            quantity = {"window": "1h", "quantity": "mean_acceptance_length", "log_upstream": str(log)}
+            quantity = {"window": "1h", "quantity": "mean_acceptance_length", "compared_upstream": str(log)}
             assert value(samples, "specdecode_source_disagreement_ratio", upstream=f"{a}/metrics", **quantity) < 1e-9
             assert value(samples, "specdecode_source_disagreement_ratio", upstream=f"{b}/metrics", **quantity) > 0.5
-            checks = {(c["metrics_upstream"], c["window"], c["quantity"]): c for c in exporter.get_json("/api/v1/status")["cross_check"]}
+            checks = {(c["reference_upstream"], c["window"], c["quantity"]): c for c in exporter.get_json("/api/v1/status")["cross_check"]}
+            assert {(c["reference_source"], c["compared_source"]) for c in checks.values()} == {("metrics", "log")}
             assert checks[(f"{a}/metrics", "1h", "draft_acceptance_ratio")]["agree"] is True
             assert checks[(f"{b}/metrics", "1h", "mean_acceptance_length")]["agree"] is False
             # the target borrows the method and draft model its paired log announced

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
+from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
+
 LogFormat = Literal["auto", "plain", "docker", "cri"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("auto", "plain", "docker", "cri")
 
@@ -29,6 +31,8 @@ class FramingError(ValueError):
 def detect_format(line: str) -> LogFormat:
     """Guess the framing of a file from one of its lines."""
     stripped = line.lstrip()
+    if stripped.startswith(PLUGIN_RECORD):  # our plugin's JSON lines are plain text, not docker records
+        return "plain"
     if stripped.startswith("{") and '"log"' in stripped:
         return "docker"
     if _CRI.match(line):

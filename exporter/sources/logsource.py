@@ -25,6 +25,7 @@ from exporter.store import SourceStats, Store
 log = logging.getLogger(__name__)
 
 PRIME_BYTES = 1 << 20
+PLUGIN_FILES = "*.jsonl"  # what exporter/plugin/writer.py names its files
 _PRIME_MARKERS = ("non-default args", "LLM engine")
 
 
@@ -48,8 +49,12 @@ class LogSource:
         max_line_bytes: int = 1 << 20,
         waker: Waker | None = None,
         clock: Callable[[], float] = time.time,
+        plugin_dirs: Sequence[str] = (),
     ) -> None:
-        self.patterns = list(patterns)
+        # a plugin directory is followed like a log: every process's record file in it, read from its
+        # start (records are exact deltas), all under one upstream named after the directory
+        self._plugin_dirs = {os.path.join(directory, PLUGIN_FILES): directory.rstrip("/") or "/" for directory in plugin_dirs}
+        self.patterns = list(patterns) + list(self._plugin_dirs)
         self.store = store
         self.from_start = from_start
         self.log_format = log_format
@@ -132,7 +137,7 @@ class LogSource:
         for pattern in self.patterns:
             for path in self._expand(pattern):
                 if path not in self._files:
-                    self._files[path] = self._follow(path)
+                    self._files[path] = self._follow(path, self._plugin_dirs.get(pattern))
         self._first_pass = False
         for path, (followed, pipeline) in self._files.items():
             for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
@@ -144,11 +149,15 @@ class LogSource:
         if self._after_pass is not None:
             self._after_pass()
 
-    def _follow(self, path: str) -> tuple[FollowedFile, LogPipeline]:
+    def _follow(self, path: str, plugin_dir: str | None = None) -> tuple[FollowedFile, LogPipeline]:
         resume = self._restored.pop(path, None)
-        start_at_end = self._first_pass and not self.from_start and os.path.exists(path) and resume is None
+        from_start = self.from_start or plugin_dir is not None
+        start_at_end = self._first_pass and not from_start and os.path.exists(path) and resume is None
         followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes, resume=resume)
-        pipeline = LogPipeline(self.store, path, log_format=self.log_format, clock="arrival", model_name=self.model_name)
+        pipeline = LogPipeline(
+            self.store, plugin_dir or path, log_format="plain" if plugin_dir else self.log_format, clock="arrival",
+            model_name=self.model_name, source_kind="plugin" if plugin_dir else "log",
+        )
         if start_at_end or resume is not None:
             self._prime(path, pipeline)
         log.info("following log path=%s from=%s", path, "saved position" if resume else "end" if start_at_end else "start")
@@ -176,5 +185,5 @@ class LogSource:
             if too_long:
                 stats.problems["line_too_long"] = too_long
 
-        self.store.update_source(path, update)
+        self.store.update_source(pipeline.upstream, update)
 

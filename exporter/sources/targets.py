@@ -110,8 +110,16 @@ class TargetsFile:
         return targets
 
 
-def default_pairs(logs: Sequence[str], target_urls: Sequence[str]) -> dict[str, str]:
-    """One log file (or stdin) and one target: the usual sidecar of one server, so the same server."""
-    if len(logs) == 1 and len(target_urls) == 1 and not glob.has_magic(logs[0]):
-        return {target_urls[0]: logs[0]}
-    return {}
+def default_pairs(logs: Sequence[str], target_urls: Sequence[str], plugin_dirs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """At most one of each (log file or stdin, target, plugin directory): the usual sidecar of one
+    server, so they are the same server and each pair of them is cross-checked."""
+    sides = []
+    if len(plugin_dirs) == 1:
+        sides.append(plugin_dirs[0].rstrip("/") or "/")
+    if len(target_urls) == 1:
+        sides.append(target_urls[0])
+    if len(logs) == 1 and not glob.has_magic(logs[0]):
+        sides.append(logs[0])
+    if len(plugin_dirs) > 1 or len(target_urls) > 1 or len(logs) > 1:
+        return []
+    return [(a, b) for i, a in enumerate(sides) for b in sides[i + 1 :]]

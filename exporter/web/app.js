@@ -38,10 +38,12 @@ function spark(points) {
 
 function crossCheck(entry, checks) {
   // over the longest window: short windows of the two sources start at different moments
-  const mine = checks.filter((c) => c.metrics_upstream === entry.upstream && c.model_name === entry.model_name && c.engine === entry.engine && c.quantity === "mean_acceptance_length");
+  const mine = checks.filter((c) => c.reference_upstream === entry.upstream && c.model_name === entry.model_name && c.engine === entry.engine && c.quantity === "mean_acceptance_length");
   if (!mine.length) return "";
-  const c = mine.reduce((a, b) => (b.window_seconds > a.window_seconds ? b : a));
-  return `<p class="${c.agree ? "up" : "down"} crosscheck">log and /metrics ${c.agree ? "agree" : "disagree"} on L over ${esc(c.window)}: ${fmt(c.log)} vs ${fmt(c.metrics)} (${(100 * c.relative_difference).toFixed(1)}%)</p>`;
+  return mine
+    .filter((c) => c.window_seconds === Math.max(...mine.filter((d) => d.compared_upstream === c.compared_upstream).map((d) => d.window_seconds)))
+    .map((c) => `<p class="${c.agree ? "up" : "down"} crosscheck">${esc(c.compared_source)} and ${esc(c.reference_source)} ${c.agree ? "agree" : "disagree"} on L over ${esc(c.window)}: ${fmt(c.compared)} vs ${fmt(c.reference)} (${(100 * c.relative_difference).toFixed(1)}%)</p>`)
+    .join("");
 }
 
 function card(entry, source, checks) {
