@@ -142,9 +142,9 @@ def _percentile(values: list[float], share: float) -> float:
 
 def latency(lines: int, poll_interval: float) -> list[Row]:
     rows = []
-    for mode, flags, target_ms in (
-        ("file events (inotify)", [], 100.0),
-        (f"polling every {poll_interval:g} s", ["--no-file-events"], poll_interval * 1000 + 50),
+    for mode, flags, target_ms, spread in (
+        ("file events (inotify)", [], 100.0, 0.05),
+        (f"polling every {poll_interval:g} s", ["--no-file-events"], poll_interval * 1000 + 50, poll_interval),
     ):
         with tempfile.TemporaryDirectory() as directory:
             log = Path(directory) / "server.log"
@@ -155,7 +155,7 @@ def latency(lines: int, poll_interval: float) -> list[Row]:
                 samples = []
                 rng = random.Random(1)
                 for _ in range(lines):
-                    time.sleep(rng.uniform(0.01, 0.05))  # spread writes over the poll phase
+                    time.sleep(rng.uniform(0.01, spread))  # writes land at random phases of the poll timer
                     out.write(_ENGINE + _SPEC)
                     out.flush()
                     written = time.perf_counter()

@@ -14,6 +14,7 @@ thousand series); its value formatting (`floatToGoString`) and its text layout a
 
 from __future__ import annotations
 
+import functools
 import platform
 import threading
 from collections.abc import Callable
@@ -41,11 +42,17 @@ def _escape_label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+@functools.lru_cache(maxsize=65536)
+def _label_text(keys: tuple[str, ...], values: tuple[str, ...]) -> str:
+    """`{k="v",…}` sorted by key, escaped; cached, since a series renders the same label sets every time."""
+    if not keys:
+        return ""
+    pairs = sorted(zip(keys, values))
+    return "{" + ",".join(f'{key}="{_escape_label(value)}"' for key, value in pairs) + "}"
+
+
 def _sample_line(name: str, labels: dict[str, str], value: float) -> str:
-    if not labels:
-        return f"{name} {floatToGoString(value)}\n"
-    pairs = ",".join(f'{key}="{_escape_label(labels[key])}"' for key in sorted(labels))
-    return f"{name}{{{pairs}}} {floatToGoString(value)}\n"
+    return f"{name}{_label_text(tuple(labels), tuple(labels.values()))} {floatToGoString(value)}\n"
 
 
 def _header(spec: names.MetricSpec) -> str:
@@ -65,7 +72,8 @@ class _Lines:
         self.by_family: dict[str, list[str]] = {}
 
     def add(self, spec: names.MetricSpec, labels: list[str], value: float) -> None:
-        self.by_family.setdefault(spec.name, []).append(_sample_line(spec.sample_name, dict(zip(spec.labels, labels)), value))
+        text = _label_text(spec.labels, tuple(labels))
+        self.by_family.setdefault(spec.name, []).append(f"{spec.sample_name}{text} {floatToGoString(value)}\n")
 
     def info(self, spec: names.MetricSpec, labels: dict[str, str]) -> None:
         self.by_family.setdefault(spec.name, []).append(_sample_line(spec.name, labels, 1.0))

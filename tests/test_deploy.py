@@ -98,6 +98,20 @@ def test_dockerfile_rules():
     assert ignored[ignored.index("*") if "*" in ignored else 0] == "*", "the build context is an allow-list"
 
 
+def test_vllm_plugin_image_extends_the_pinned_official_image_and_touches_nothing_else():
+    text = (ROOT / "deploy" / "vllm" / "Dockerfile").read_text()
+    instructions = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert instructions[0] == "FROM vllm/vllm-openai:v0.24.0" and len(instructions) == 2  # the two lines the docs promise
+    assert "--no-deps" in instructions[1] and "--no-cache-dir" in instructions[1]
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    vllm = compose["services"]["vllm"]
+    assert vllm["build"]["dockerfile"] == "deploy/vllm/Dockerfile" and "SPECDECODE_PLUGIN_DIR" in vllm["environment"]
+    plugin_dir = vllm["environment"]["SPECDECODE_PLUGIN_DIR"]
+    sidecar = compose["services"]["sidecar"]
+    assert sidecar["command"][sidecar["command"].index("--vllm-plugin-dir") + 1] == plugin_dir
+    assert any(volume.endswith(f":{plugin_dir}:ro") for volume in sidecar["volumes"])
+
+
 def manifests(variant: str) -> dict[str, dict]:  # type: ignore[type-arg]
     kustomization = yaml.safe_load((KUBERNETES / variant / "kustomization.yaml").read_text())
     return {name: yaml.safe_load((KUBERNETES / variant / name).read_text()) for name in kustomization["resources"]}

@@ -21,6 +21,7 @@ APP = "vllm-specdecode"
 SIDECAR_IMAGE = "specdecode-exporter:0.1.0"
 VLLM_IMAGE = "vllm/vllm-openai:v0.24.0"
 LOG_DIR = "/var/log/vllm"
+PLUGIN_DIR = "/var/lib/specdecode-plugin"  # our vLLM plugin's records (an image built from deploy/vllm/Dockerfile)
 LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/part-of": "specdecode-exporter"}
 
 # vLLM's own logging config: stdout as usual (kubectl logs) and a rotating file the sidecar follows.
@@ -57,10 +58,12 @@ def _sidecar_container() -> dict[str, Any]:
     return {
         "name": "specdecode-exporter",
         "image": SIDECAR_IMAGE,
-        "args": ["serve", "--log", f"{LOG_DIR}/vllm.log", "--target", "http://127.0.0.1:8000/metrics",
+        # plugin records when the vLLM image carries the plugin (exact), else the log and /metrics alone
+        "args": ["serve", "--vllm-plugin-dir", PLUGIN_DIR, "--log", f"{LOG_DIR}/vllm.log", "--target", "http://127.0.0.1:8000/metrics",
                  "--listen", "0.0.0.0:9847", "--state-dir", "/var/lib/specdecode"],
         "ports": [{"name": "metrics", "containerPort": 9847}],
         "volumeMounts": [
+            {"name": "plugin-records", "mountPath": PLUGIN_DIR, "readOnly": True},
             {"name": "vllm-logs", "mountPath": LOG_DIR, "readOnly": True},
             {"name": "sidecar-state", "mountPath": "/var/lib/specdecode"},
         ],
@@ -87,9 +90,13 @@ def _vllm_container() -> dict[str, Any]:
             "--speculative-config", "$(SPECULATIVE_CONFIG)", "--port", "8000",
         ],
         "envFrom": [{"configMapRef": {"name": f"{APP}-model"}}],
-        "env": [{"name": "VLLM_LOGGING_CONFIG_PATH", "value": "/etc/vllm/logging.json"}],
+        "env": [
+            {"name": "VLLM_LOGGING_CONFIG_PATH", "value": "/etc/vllm/logging.json"},
+            {"name": "SPECDECODE_PLUGIN_DIR", "value": PLUGIN_DIR},  # read only by the plugin; unused without it
+        ],
         "ports": [{"name": "http", "containerPort": 8000}],
         "volumeMounts": [
+            {"name": "plugin-records", "mountPath": PLUGIN_DIR},
             {"name": "vllm-logs", "mountPath": LOG_DIR},
             {"name": "vllm-logging", "mountPath": "/etc/vllm", "readOnly": True},
             {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"},
@@ -117,6 +124,7 @@ def _simulator_container() -> dict[str, Any]:
 def _deployment(demo: bool) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [
         {"name": "vllm-logs", "emptyDir": {"sizeLimit": "256Mi"}},
+        {"name": "plugin-records", "emptyDir": {"sizeLimit": "64Mi"}},
         {"name": "sidecar-state", "emptyDir": {"sizeLimit": "16Mi"}},
     ]
     if not demo:

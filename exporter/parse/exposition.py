@@ -22,6 +22,7 @@ Engines (reference §3–§5):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -36,7 +37,9 @@ _FAMILY_PREFIXES = {
     "sglang": "sglang:spec_",
 }
 # Text format 0.0.4: name{label="value",…} value [timestamp]; label values escape \\ \" \n.
-_SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(?:\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?[ \t]*')
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_PLAIN_LABELS = re.compile(r'(?:[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"[^"\\]*"[ \t]*,)*(?:[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"[^"\\]*"[ \t]*)?')
+_PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"([^"]*)"')
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*(?:,[ \t]*|$)')
 _ESCAPE = re.compile(r"\\(.)")
 _UNESCAPED = {"n": "\n", '"': '"', "\\": "\\"}
@@ -85,24 +88,41 @@ def spec_samples(text: str, prefix: str) -> Iterator[tuple[str, dict[str, str], 
 
 
 def _parse_sample(line: str) -> tuple[str, dict[str, str], float]:
-    match = _SAMPLE.fullmatch(line)
-    if match is None:
+    name_match = _NAME.match(line)
+    if name_match is None:
         raise ExpositionError(f"unparsable sample line: {line[:120]!r}")
-    name, label_text, value_text = match.groups()
+    name, at = name_match.group(), name_match.end()
     labels: dict[str, str] = {}
-    if label_text:
-        at = 0
-        while at < len(label_text):
-            label = _LABEL.match(label_text, at)
-            if label is None or label.end() == at:
-                raise ExpositionError(f"unparsable labels: {line[:120]!r}")
-            value = label.group(2)
-            labels[label.group(1)] = _ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(0)), value) if "\\" in value else value
-            at = label.end()
+    if line.startswith("{", at):
+        close = line.rfind("}")  # values and timestamps hold no "}", label values may
+        if close < at:
+            raise ExpositionError(f"unparsable sample line: {line[:120]!r}")
+        labels = _labels(line[at + 1 : close], name)
+        at = close + 1
+    rest = line[at:].split()
+    if not 1 <= len(rest) <= 2 or (at < len(line) and line[at] not in " \t"):
+        raise ExpositionError(f"unparsable sample line: {line[:120]!r}")
     try:
-        return name, labels, float(value_text)
+        return name, labels, float(rest[0])
     except ValueError:
         raise ExpositionError(f"unparsable sample value: {line[:120]!r}") from None
+
+
+@functools.lru_cache(maxsize=8192)
+def _labels(text: str, line: str) -> dict[str, str]:
+    """The label set of a sample (cached: a target repeats the same label sets every scrape; never mutate)."""
+    if "\\" not in text and _PLAIN_LABELS.fullmatch(text):  # the common case: no escapes
+        return dict(_PLAIN_PAIR.findall(text))
+    labels: dict[str, str] = {}
+    at = 0
+    while at < len(text):
+        label = _LABEL.match(text, at)
+        if label is None or label.end() == at:
+            raise ExpositionError(f"unparsable labels of {line!r}: {text[:120]!r}")
+        value = label.group(2)
+        labels[label.group(1)] = _ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), m.group(0)), value) if "\\" in value else value
+        at = label.end()
+    return labels
 
 
 def detect_engine(text: str) -> str | None:

@@ -26,7 +26,7 @@ from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
 
-COALESCE_SECONDS = 0.04  # events within this long of the first one share one pass (latency ≤ this + a pass)
+COALESCE_SECONDS = 0.06  # events within this long of the first one share one pass (latency ≤ this + a pass)
 
 
 class Waker(Protocol):
