@@ -62,6 +62,18 @@ def _table(rows: list[suites.Row]) -> str:
     return "\n".join(out)
 
 
+BENCHMARK_NAMES = {"offline": "offline scan", "exposition": "exposition", "latency": "live latency", "follow": "follow cost", "scale": "scale"}
+
+
+def _rows_of(text: str, exclude: set[str]) -> list[str]:
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith(("| benchmark", "|---"))]
+    return [row for row in rows if row.split("|")[1].strip() not in exclude]
+
+
+def _row_order(row: str) -> int:
+    return list(BENCHMARK_NAMES.values()).index(row.split("|")[1].strip())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small inputs and short windows (CI)")
@@ -89,10 +101,15 @@ def main() -> int:
     table = _table(rows)
     print(table)
     command = "python -m benchmarks" + (" --quick" if quick else "") + (" --only " + " ".join(args.only) if args.only else "")
+    note = ""
+    if args.only and args.out.exists():  # a partial run replaces its benchmarks' rows and keeps the others
+        kept = _rows_of(args.out.read_text(), exclude={BENCHMARK_NAMES[name] for name in args.only})
+        table = _table([]) + "\n" + "\n".join(sorted(kept + table.splitlines()[2:], key=_row_order))
+        note = f" Rows of {', '.join(args.only)} from this run, the others from the file's earlier run."
     args.out.write_text(
         "# Benchmark results\n\n"
         f"Written by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
-        f"in {time.monotonic() - started:.0f} s. Medians; ratios against baselines measured in the same run.\n\n"
+        f"in {time.monotonic() - started:.0f} s. Medians; ratios against baselines measured in the same run.{note}\n\n"
         + "\n".join(_machine()) + "\n\n" + table + "\n"
     )
     print(f"benchmarks: wrote {args.out}", file=sys.stderr)

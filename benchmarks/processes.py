@@ -64,6 +64,19 @@ def wait_until(check, what: str, timeout: float = 60.0, every: float = 0.02) -> 
     raise RuntimeError(f"timed out waiting for {what}")
 
 
+def _stop(process: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
 @contextmanager
 def sidecar(*args: str) -> Iterator[Sidecar]:
     """`specdecode-exporter serve ARGS` on a free loopback port, ready once /-/healthy answers."""
@@ -73,28 +86,22 @@ def sidecar(*args: str) -> Iterator[Sidecar]:
     client = httpx.Client(timeout=30.0)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: process.poll() is None and client.get(url + "/-/healthy").status_code == 200, "the sidecar to start")
+        try:
+            wait_until(lambda: process.poll() is None and client.get(url + "/-/healthy").status_code == 200, "the sidecar to start")
+        except RuntimeError:
+            process.kill()
+            raise RuntimeError("sidecar did not start: " + (process.communicate()[1] or b"").decode()[-2000:]) from None
         yield Sidecar(process, url, client)
-    except RuntimeError:
-        process.kill()
-        raise RuntimeError("sidecar did not start: " + (process.communicate()[1] or b"").decode()[-2000:]) from None
     finally:
         client.close()
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        _stop(process)
 
 
 @contextmanager
 def background(command: list[str], ready_line: str | None = None) -> Iterator[subprocess.Popen[str]]:
-    """A helper process, optionally waited for until it prints `ready_line`."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    """A helper process, optionally waited for until it prints `ready_line` (its output is discarded otherwise)."""
+    output = subprocess.PIPE if ready_line is not None else subprocess.DEVNULL  # an unread pipe would block it
+    process = subprocess.Popen(command, stdout=output, stderr=subprocess.DEVNULL, text=True)
     try:
         if ready_line is not None:
             assert process.stdout is not None
@@ -103,11 +110,4 @@ def background(command: list[str], ready_line: str | None = None) -> Iterator[su
                 raise RuntimeError(f"{command[0]} did not start (said {line!r})")
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        _stop(process)

@@ -14,10 +14,9 @@ thousand series); its value formatting (`floatToGoString`) and its text layout a
 
 from __future__ import annotations
 
-import functools
 import platform
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from prometheus_client.utils import floatToGoString
 
@@ -39,16 +38,51 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def _escape_label(value: str) -> str:
+    if '"' not in value and "\\" not in value and "\n" not in value:
+        return value
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-@functools.lru_cache(maxsize=65536)
-def _label_text(keys: tuple[str, ...], values: tuple[str, ...]) -> str:
-    """`{k="v",…}` sorted by key, escaped; cached, since a series renders the same label sets every time."""
+_LABEL_ORDER: dict[tuple[str, ...], tuple[int, ...]] = {}  # label names → their indexes in sorted order
+
+
+def _label_text(keys: tuple[str, ...], values: Sequence[str]) -> str:
+    """`{k="v",…}` sorted by name (as prometheus_client writes them), values escaped."""
     if not keys:
         return ""
-    pairs = sorted(zip(keys, values))
-    return "{" + ",".join(f'{key}="{_escape_label(value)}"' for key, value in pairs) + "}"
+    order = _LABEL_ORDER.get(keys)
+    if order is None:
+        order = _LABEL_ORDER[keys] = tuple(sorted(range(len(keys)), key=keys.__getitem__))
+    return "{" + ",".join([f'{keys[i]}="{_escape_label(values[i])}"' for i in order]) + "}"
+
+
+_FIXED = len(names.SERIES_LABELS)
+_TEMPLATES: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], tuple[str, ...]]] = {}
+
+
+def _series_template(spec: names.MetricSpec, series: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """A series' sample line of `spec` up to its value, cut where the per-sample labels (window,
+    position, …; never input, so never escaped) go: (their indexes in sorted order, the text around them).
+    Built once per series and family, since sorting and escaping every label of every sample was
+    most of a render."""
+    key = (spec.name, series)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if len(_TEMPLATES) > 100_000:  # series come and go: start over rather than grow without end
+            _TEMPLATES.clear()
+        order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
+        segments, current, variable = [], spec.sample_name + "{", []
+        for n, index in enumerate(order):
+            current += ("," if n else "") + f'{spec.labels[index]}="'
+            if index < _FIXED:
+                current += _escape_label(series[index]) + '"'
+            else:
+                segments.append(current)
+                variable.append(index)
+                current = '"'
+        segments.append(current + "} ")
+        template = _TEMPLATES[key] = (tuple(variable), tuple(segments))
+    return template
 
 
 def _sample_line(name: str, labels: dict[str, str], value: float) -> str:
@@ -72,8 +106,14 @@ class _Lines:
         self.by_family: dict[str, list[str]] = {}
 
     def add(self, spec: names.MetricSpec, labels: list[str], value: float) -> None:
-        text = _label_text(spec.labels, tuple(labels))
-        self.by_family.setdefault(spec.name, []).append(f"{spec.sample_name}{text} {floatToGoString(value)}\n")
+        if spec.labels[:_FIXED] == names.SERIES_LABELS:  # a series' own sample: its labels are templated
+            fixed, segments = _series_template(spec, tuple(labels[:_FIXED]))
+            line = segments[0]
+            for index, segment in zip(fixed, segments[1:]):
+                line += labels[index] + segment
+        else:
+            line = spec.sample_name + _label_text(spec.labels, labels) + " "
+        self.by_family.setdefault(spec.name, []).append(f"{line}{floatToGoString(value)}\n")
 
     def info(self, spec: names.MetricSpec, labels: dict[str, str]) -> None:
         self.by_family.setdefault(spec.name, []).append(_sample_line(spec.name, labels, 1.0))

@@ -88,6 +88,42 @@ def spec_samples(text: str, prefix: str) -> Iterator[tuple[str, dict[str, str], 
 
 
 def _parse_sample(line: str) -> tuple[str, dict[str, str], float]:
+    name, labels, value_text = _split_sample(line)
+    try:
+        return name, labels, float(value_text)
+    except ValueError:
+        raise ExpositionError(f"unparsable sample value: {line[:120]!r}") from None
+
+
+def _split_sample(line: str) -> tuple[str, dict[str, str], str]:
+    """(name, labels, value text). A target repeats the same `name{labels}` every scrape with new
+    values, so the part before the value is parsed once and then looked up."""
+    head, _, value_text = line.rpartition(" ")
+    cached = _parsed_head(head) if head and not head.endswith((" ", "\t")) else None
+    if cached is not None:
+        return cached[0], cached[1], value_text
+    return _split_slowly(line)
+
+
+@functools.lru_cache(maxsize=16384)
+def _parsed_head(head: str) -> tuple[str, dict[str, str]] | None:
+    """`name` or `name{labels}` alone (never mutate the labels); None if `head` is more than that
+    (a timestamp after the value, tabs) — the slow path decides."""
+    name_match = _NAME.match(head)
+    if name_match is None:
+        return None
+    at = name_match.end()
+    if at == len(head):
+        return name_match.group(), {}
+    if head[at] != "{" or not head.endswith("}"):
+        return None
+    try:
+        return name_match.group(), _labels(head[at + 1 : -1], name_match.group())
+    except ExpositionError:
+        return None
+
+
+def _split_slowly(line: str) -> tuple[str, dict[str, str], str]:
     name_match = _NAME.match(line)
     if name_match is None:
         raise ExpositionError(f"unparsable sample line: {line[:120]!r}")
@@ -102,10 +138,7 @@ def _parse_sample(line: str) -> tuple[str, dict[str, str], float]:
     rest = line[at:].split()
     if not 1 <= len(rest) <= 2 or (at < len(line) and line[at] not in " \t"):
         raise ExpositionError(f"unparsable sample line: {line[:120]!r}")
-    try:
-        return name, labels, float(rest[0])
-    except ValueError:
-        raise ExpositionError(f"unparsable sample value: {line[:120]!r}") from None
+    return name, labels, rest[0]
 
 
 @functools.lru_cache(maxsize=8192)
@@ -156,6 +189,13 @@ def parse_exposition(text: str, engine: str | None = None) -> ExpositionSnapshot
     return snapshot
 
 
+def _counters_of(snapshot: ExpositionSnapshot, key: tuple[str, str]) -> CounterSet:
+    counters = snapshot.counters.get(key)  # setdefault would build a CounterSet for every sample
+    if counters is None:
+        counters = snapshot.counters[key] = CounterSet()
+    return counters
+
+
 def _counter_name(name: str, prefix: str) -> str:
     """`vllm:spec_decode_num_drafts_total` → `num_drafts`; `_created` kept as a suffix."""
     base = name[len(prefix) :]
@@ -178,7 +218,7 @@ def _read_vllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str], 
         return
     if "v0" in snapshot.config:
         return
-    counters = snapshot.counters.setdefault(key, CounterSet())
+    counters = _counters_of(snapshot, key)
     if base.endswith("_created"):
         counters.created[base.removesuffix("_created") + ("_" + labels["position"] if "position" in labels else "")] = value
     elif base == "num_drafts":
@@ -197,10 +237,10 @@ def _read_trtllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str]
         snapshot.config.update({k: v for k, v in labels.items() if k != "model_name"})
         return
     if name.endswith("_created"):
-        snapshot.counters.setdefault(key, CounterSet()).created[name] = value
+        _counters_of(snapshot, key).created[name] = value
         return
     base = name.removeprefix("trtllm_spec_decode_").removesuffix("_total")
-    counters = snapshot.counters.setdefault(key, CounterSet())
+    counters = _counters_of(snapshot, key)
     position = labels.get("token_position")
     if base == "num_draft_tokens":
         counters.draft_tokens = value
