@@ -54,7 +54,10 @@ def test_compose_profiles_start_the_right_services():
 
 def test_compose_gpu_vllm_is_pinned_with_a_gpu_and_a_rotating_log():
     vllm = COMPOSE["services"]["vllm"]
-    assert re.fullmatch(r"vllm/vllm-openai:v\d+\.\d+\.\d+", vllm["image"])
+    # built from deploy/vllm/Dockerfile (the official image + our plugin), tagged with the pinned vLLM version
+    assert re.fullmatch(r"vllm-openai-specdecode:v\d+\.\d+\.\d+", vllm["image"])
+    base = re.search(r"^FROM (\S+)", (ROOT / vllm["build"]["dockerfile"]).read_text(), re.M)
+    assert base and base.group(1) == "vllm/vllm-openai:" + vllm["image"].split(":")[1]
     assert vllm["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
     assert "./deploy/vllm/logging.json:/etc/vllm/logging.json:ro" in vllm["volumes"]
     assert VLLM_LOGGING_CONFIG["handlers"]["file"]["class"] == "logging.handlers.RotatingFileHandler"
