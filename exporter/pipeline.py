@@ -37,7 +37,7 @@ class LogPipeline:
         self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
         self.max_line_bytes = max_line_bytes
         self.scanner = LineScanner(max_line_bytes)
-        self.too_long = 0  # lines over the cap dropped here (the buffers count their own)
+        self._split_too_long = 0  # over-long lines dropped while unwrapping container framing
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
@@ -54,12 +54,15 @@ class LogPipeline:
             decoder.format = detect_format(first.decode("utf-8", errors="replace"))
         if decoder.format != "plain":
             lines, dropped = split_lines(block, self.max_line_bytes)
-            self.too_long += dropped
+            self._split_too_long += dropped
             return self.consume(lines, read_at) + dropped
-        before = self.scanner.too_long
         hits = self.scanner.scan(block)
-        self.too_long += self.scanner.too_long - before
         return self._interpret([(text, None) for text in hits], block.count(b"\n") + 1, read_at)
+
+    @property
+    def too_long(self) -> int:
+        """Lines over the cap dropped here (the line buffers count the ones they cut off themselves)."""
+        return self.scanner.too_long + self._split_too_long
 
     def consume(self, lines: Sequence[str], read_at: float) -> int:
         """Process physical lines read at `read_at`; return how many were read."""
