@@ -40,7 +40,6 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PluginInterval:
-    pid: int
     engine: str
     model_name: str
     start: float
@@ -54,7 +53,6 @@ class PluginInterval:
 
 @dataclass(frozen=True, slots=True)
 class PluginConfig:
-    pid: int
     model_name: str | None
     model: str | None
     method: str | None
@@ -91,13 +89,11 @@ def decode(line: str) -> PluginInterval | PluginConfig | None:
         raise RecordError("unparsable_record") from None
     if not isinstance(record, dict) or record.get(MARK) != VERSION:
         raise RecordError("unknown_record_version")
-    pid = record.get("pid") if isinstance(record.get("pid"), int) else 0
     kind = record.get("kind")
     if kind == "config":
         k = record.get("num_speculative_tokens")
         tp = record.get("draft_tensor_parallel_size")
         return PluginConfig(
-            pid=pid,
             model_name=_text(record, "model_name"),
             model=_text(record, "model"),
             method=_text(record, "method"),
@@ -112,7 +108,6 @@ def decode(line: str) -> PluginInterval | PluginConfig | None:
     if not isinstance(start, (int, float)) or not isinstance(end, (int, float)) or end < start:
         raise RecordError("bad_value")
     interval = PluginInterval(
-        pid=pid,
         engine=str(record.get("engine", 0)),
         model_name=_text(record, "model_name") or "",
         start=float(start),

@@ -80,7 +80,7 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _shared_writer(vllm_config: Any) -> RecordWriter | None:
+def _shared_writer(config: dict[str, Any]) -> RecordWriter | None:
     """The process's writer, started (with its config record) by the first engine's logger."""
     global _writer
     directory = os.environ.get(DIR_ENV)
@@ -89,11 +89,6 @@ def _shared_writer(vllm_config: Any) -> RecordWriter | None:
     with _writer_lock:
         if _writer is None:
             writer = RecordWriter(directory, _setting(INTERVAL_ENV, DEFAULT_INTERVAL), int(_setting(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
-            try:
-                config = describe(vllm_config)
-            except Exception as error:  # never into vLLM
-                writer.failed(error)
-                config = {}
             writer.start(config)
             log.info("specdecode-exporter plugin: writing spec-decode records to %s every %ss", writer.path, writer.interval)
             _writer = writer
@@ -107,11 +102,12 @@ class SpecDecodeStatLogger(StatLoggerBase):
         self.writer: RecordWriter | None = None
         self.slot: EngineSlot | None = None
         try:
-            self.writer = _shared_writer(vllm_config)
+            config = describe(vllm_config)  # read once: the writer's config record and this engine's model name
+            self.writer = _shared_writer(config)
             if self.writer is None:
                 log.info("specdecode-exporter plugin: %s is not set; not recording (engine %d)", DIR_ENV, engine_index)
                 return
-            self.slot = EngineSlot(engine_index, describe(vllm_config).get("model_name") or "")
+            self.slot = EngineSlot(engine_index, config.get("model_name") or "")
             self.writer.register(self.slot)
         except Exception as error:
             self.slot = None
