@@ -1,42 +1,48 @@
 """specdecode-exporter: is speculative decoding paying off? Metrics, verdicts and advice from vLLM.
 
-The data path (DESIGN.md): sources → parse → Interval records → windows → derive → export.
+The data path, one package a stage (docs/architecture.md):
+sources → parse → intervals → state → judge → expose | report, wired together by cli.
+
+The names below are the library's public face. They load on first use, so importing one stage
+(the vLLM plugin inside vLLM's API server, say) does not import every other.
 """
 
 from __future__ import annotations
 
-from exporter.derive import Derived, derive
-from exporter.log_intervals import LogInterpreter
-from exporter.parse.envelope import parse_envelope
-from exporter.parse.vllm_log import SpecLineError, parse_config_message, parse_engine_marker, parse_spec_message
-from exporter.reconstruct import Reconstruction, reconstruct
-from exporter.records import EngineMarker, Interval, LogEnvelope, ParsedSpecLine, RawLine, SeriesKey, SpecConfig
-from exporter.verdict import HealthThresholds, verdict
-from exporter.window import RollingWindow, Totals
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Derived",
-    "EngineMarker",
-    "HealthThresholds",
-    "Interval",
-    "LogEnvelope",
-    "LogInterpreter",
-    "ParsedSpecLine",
-    "RawLine",
-    "Reconstruction",
-    "RollingWindow",
-    "SeriesKey",
-    "SpecConfig",
-    "SpecLineError",
-    "Totals",
-    "__version__",
-    "derive",
-    "parse_config_message",
-    "parse_engine_marker",
-    "parse_envelope",
-    "parse_spec_message",
-    "reconstruct",
-    "verdict",
-]
+_PUBLIC = {
+    "Derived": "exporter.judge.derive",
+    "derive": "exporter.judge.derive",
+    "LogInterpreter": "exporter.intervals.from_log",
+    "parse_envelope": "exporter.parse.envelope",
+    "SpecLineError": "exporter.parse.vllm_log",
+    "parse_config_message": "exporter.parse.vllm_log",
+    "parse_engine_marker": "exporter.parse.vllm_log",
+    "parse_spec_message": "exporter.parse.vllm_log",
+    "Reconstruction": "exporter.intervals.reconstruct",
+    "reconstruct": "exporter.intervals.reconstruct",
+    "EngineMarker": "exporter.records",
+    "Interval": "exporter.records",
+    "LogEnvelope": "exporter.records",
+    "ParsedSpecLine": "exporter.records",
+    "RawLine": "exporter.records",
+    "SeriesKey": "exporter.records",
+    "SpecConfig": "exporter.records",
+    "HealthThresholds": "exporter.config",
+    "verdict": "exporter.judge.verdict",
+    "RollingWindow": "exporter.state.window",
+    "Totals": "exporter.state.window",
+}
+
+__all__ = sorted([*_PUBLIC, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'exporter' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

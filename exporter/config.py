@@ -5,7 +5,7 @@ The config file (TOML, `--config`) holds what is too detailed for flags:
     [health]                 # every field of verdict.HealthThresholds
     degraded_relative_drop = 0.3
 
-    [draft_cost.eagle3]      # the step-cost model per drafter method (exporter/cost.py)
+    [draft_cost.eagle3]      # the step-cost model per drafter method (exporter/judge/cost.py)
     per_token = 0.03
     verify_per_token = 0.01
 
@@ -20,15 +20,67 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from exporter.cost import DEFAULT_COSTS, FALLBACK_COST, DraftCost
-from exporter.sources.container import LogFormat
-from exporter.verdict import HealthThresholds
 
 DEFAULT_PORT = 9847  # chosen outside the ports of the well-known exporters (9100 node, 9090 prometheus, …)
 DEFAULT_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
 DEFAULT_WINDOWS = ("1m", "5m", "1h")
+
+LogFormat = Literal["auto", "plain", "docker", "cri"]  # container framing of a log: detect per file, or one of three
+LOG_FORMATS: tuple[LogFormat, ...] = ("auto", "plain", "docker", "cri")
+
+
+@dataclass(frozen=True, slots=True)
+class HealthThresholds:
+    """Every knob of the verdict; all are configuration (`[health]` in the config file)."""
+
+    # Fewer drafts than this in a window is not enough evidence for any verdict.
+    min_drafts: int = 50
+    # broken: mean acceptance length at most this …
+    broken_max_mean_acceptance_length: float = 1.3
+    # … and position-0 acceptance at most this (a working drafter reaches ≥ 0.5 on most traffic).
+    broken_max_position0_acceptance: float = 0.25
+    # degraded: L − 1 below (1 − this) × the baseline window's L − 1 …
+    degraded_relative_drop: float = 0.3
+    # … or L below this absolute floor (0 disables the floor).
+    degraded_min_mean_acceptance_length: float = 0.0
+    # wasteful: the speed-up at the recommended k' beats the one at k by more than this fraction.
+    wasteful_min_gain: float = 0.03
+
+
+@dataclass(frozen=True)
+class DraftCost:
+    per_token: float = 0.04
+    per_block: float = 0.0
+    verify_per_token: float = 0.01
+
+    def step(self, k: int) -> float:
+        """The cost of one step drafting k tokens, relative to a plain target step."""
+        return 1.0 + (self.per_block if k > 0 else 0.0) + (self.per_token + self.verify_per_token) * k
+
+    def describe(self) -> str:
+        parts = []
+        if self.per_block:
+            parts.append(f"{self.per_block:g} per drafted block")
+        if self.per_token:
+            parts.append(f"{self.per_token:g} per draft token")
+        parts.append(f"{self.verify_per_token:g} per verified token")
+        return "step cost 1 + " + " + ".join(parts) + " (in target steps)"
+
+
+DEFAULT_COSTS: dict[str, DraftCost] = {
+    "ngram": DraftCost(per_token=0.0, per_block=0.005),
+    "suffix": DraftCost(per_token=0.0, per_block=0.005),
+    "eagle": DraftCost(per_token=0.04),
+    "eagle3": DraftCost(per_token=0.04),
+    "mtp": DraftCost(per_token=0.04),
+    "medusa": DraftCost(per_token=0.0, per_block=0.04),
+    "dflash": DraftCost(per_token=0.0, per_block=0.08),
+    "draft_model": DraftCost(per_token=0.08),
+}
+FALLBACK_COST = DraftCost()  # method unknown: an EAGLE-like head
+
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names the key and the value."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.export import MetricsRenderer
+from exporter.expose.metrics import MetricsRenderer
 
 DEADLINE_SECONDS = 30.0
 POLL_SECONDS = 0.05  # how often a waiting test re-scrapes; never a sync point by itself
@@ -112,7 +112,7 @@ def running_process(command: list[str], ready_url: str, what: str, stdin: int | 
 
 def cli(*args: str) -> list[str]:
     """The command line of `specdecode-exporter ARGS` in this interpreter."""
-    return [sys.executable, "-m", "exporter.cli", *args]
+    return [sys.executable, "-m", "exporter.cli.main", *args]
 
 
 @contextmanager

@@ -8,12 +8,12 @@ import sys
 
 from conftest import CAPTURE
 from exporter.config import DeriveSettings
-from exporter.export import MetricsRenderer
-from exporter.pipeline import LogPipeline
-from exporter.report import snapshot_report
+from exporter.expose.metrics import MetricsRenderer
+from exporter.intervals.pipeline import LogPipeline
+from exporter.report.snapshot import snapshot_report
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
-from exporter.store import Store
+from exporter.state.store import Store
 from helpers import Rendered, running_exporter, value
 
 
@@ -48,7 +48,7 @@ def test_shortened_drafts_say_so():
 
 
 def test_analyze_prints_the_recommendation_curve_and_its_assumptions():
-    table = subprocess.run([sys.executable, "-m", "exporter.cli", "analyze", str(CAPTURE / "server.log")], capture_output=True, text=True, timeout=60).stdout
+    table = subprocess.run([sys.executable, "-m", "exporter.cli.main", "analyze", str(CAPTURE / "server.log")], capture_output=True, text=True, timeout=60).stdout
     assert "recommended k = 8" in table and "speed-up model: step cost 1 + 0.08 per draft token" in table
     assert "speed-up(k'=pos+1)" in table
 
@@ -89,7 +89,7 @@ def test_baselines_survive_a_restart_with_the_state_dir(tmp_path):
 def test_tree_drafting_is_judged_by_length_not_acceptance_ratio():
     from dataclasses import replace
 
-    from exporter.assess import assess
+    from exporter.judge.assess import assess
 
     store = Store()
     server = SimulatedServer(replace(SCENARIOS["ngram"], method="ddtree"), seed=2, start_time=1796199535.0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.checkconfig import ModelFiles, check, drafter_kind, exit_status, load_model
+from exporter.judge.checkconfig import ModelFiles, check, drafter_kind, exit_status, load_model
 
 CONFIGS = Path(__file__).parent / "golden" / "configs"
 TARGET = load_model(str(CONFIGS / "qwen3.5-35b-a3b"))
@@ -103,7 +103,7 @@ def test_eagle3_mtp_and_draft_model_checks():
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exporter.cli", "check-config", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "exporter.cli.main", "check-config", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_exit_statuses_and_json(tmp_path):

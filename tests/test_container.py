@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from exporter.sources.container import FrameDecoder, FramingError, detect_format
+from exporter.parse.container import FrameDecoder, FramingError, detect_format
 
 SPEC = "(APIServer pid=1) INFO 12-02 08:19:42 [metrics.py:120] SpecDecoding metrics: Accepted: 2 tokens, Drafted: 8 tokens"
 

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.cost import DEFAULT_COSTS, DraftCost, speedup_curve
-from exporter.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
+from exporter.config import DEFAULT_COSTS, DraftCost, HealthThresholds
+from exporter.judge.cost import speedup_curve
+from exporter.judge.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
 from exporter.parse.timestamps import resolve_log_time
 from exporter.records import Interval, SeriesKey
-from exporter.verdict import HealthThresholds, verdict
-from exporter.window import RollingWindow, Totals, parse_duration
+from exporter.judge.verdict import verdict
+from exporter.state.window import RollingWindow, Totals, parse_duration
 
 KEY = SeriesKey("log", "m", "0", "log")
 

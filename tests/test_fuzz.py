@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CAPTURE
-from exporter.log_intervals import LogInterpreter
+from exporter.intervals.from_log import LogInterpreter
 from exporter.parse.exposition import ExpositionError, parse_exposition
 from exporter.records import RawLine
-from exporter.scrape_intervals import ScrapeDeltas
+from exporter.intervals.from_scrape import ScrapeDeltas
 from test_parse_vllm_log import REFERENCE_LINES
 
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "300"))

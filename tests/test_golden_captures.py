@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.config import DeriveSettings
-from exporter.analyze import AnalyzeOptions, analyze
-from exporter.log_intervals import LogInterpreter
+from exporter.report.analyze import AnalyzeOptions, analyze
+from exporter.intervals.from_log import LogInterpreter
 from exporter.records import Interval, RawLine
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from exporter.log_intervals import LogInterpreter
+from exporter.intervals.from_log import LogInterpreter
 from exporter.records import RawLine
 
 API = "(APIServer pid=812) INFO 11-30 18:02:44 "

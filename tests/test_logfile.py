@@ -14,7 +14,7 @@ import pytest
 from exporter.sources.linebuffer import LineBuffer, split_lines
 from exporter.sources.logfile import FILE_REPLACED, FollowedFile
 from exporter.sources.logsource import LogSource
-from exporter.store import Store
+from exporter.state.store import Store
 
 
 def write(path: Path, text: str, mode: str = "a") -> None:

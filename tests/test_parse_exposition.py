@@ -8,7 +8,7 @@ from conftest import CAPTURE, GOLDEN
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.parse.exposition import _FAMILY_PREFIXES, CounterSet, ExpositionError, detect_engine, parse_exposition, spec_samples
-from exporter.scrape_intervals import ScrapeDeltas
+from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.sources.targets import TargetsError, parse_targets_file, target_from_url
 
 FIXTURES = GOLDEN / "exposition"

@@ -12,12 +12,12 @@ import time
 import pytest
 
 from exporter.config import DeriveSettings
-from exporter.export import MetricsRenderer
-from exporter.pipeline import LogPipeline
+from exporter.expose.metrics import MetricsRenderer
+from exporter.intervals.pipeline import LogPipeline
 from exporter.plugin.accumulator import StepAccumulator
 from exporter.plugin.records import RecordError, decode, encode
 from exporter.plugin.writer import EngineSlot, RecordWriter
-from exporter.store import Store
+from exporter.state.store import Store
 from helpers import Rendered, running_exporter, value
 
 # (drafts, draft tokens, accepted, accepted per position, draft tokens per position) of scheduler steps, k = 3

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import GOLDEN
-from exporter.analyze import AnalyzeOptions, analyze
+from exporter.report.analyze import AnalyzeOptions, analyze
 from exporter.config import DeriveSettings
 from exporter.parse.exposition import parse_exposition
 

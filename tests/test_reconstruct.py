@@ -2,7 +2,7 @@
 
 The property test builds exact counts (D, T, A, A_i) — fixed-length drafts and shortened (n-gram
 style) ones — prints them exactly as vLLM does (`%.2f` mean length, `%.3f` rates), reconstructs,
-and checks every bound documented in exporter/reconstruct.py.
+and checks every bound documented in exporter/intervals/reconstruct.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.reconstruct import reconstruct, split_positions
+from exporter.intervals.reconstruct import reconstruct, split_positions
 
 
 def printed(drafts: int, accepted_per_position: list[int]) -> tuple[float, tuple[float, ...]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.scan import MARKERS, LineScanner, might_matter
+from exporter.parse.scan import MARKERS, LineScanner, might_matter
 
 
 def test_only_marker_lines_come_out_whole_in_order_and_once():

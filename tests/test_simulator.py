@@ -16,12 +16,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import CAPTURE
 from exporter.config import DeriveSettings
 from exporter.parse.exposition import parse_exposition
-from exporter.pipeline import LogPipeline
-from exporter.report import snapshot_report
+from exporter.intervals.pipeline import LogPipeline
+from exporter.report.snapshot import snapshot_report
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.simulate.vllm_format import access_line
-from exporter.store import Store
+from exporter.state.store import Store
 
 NUMBER = r"\d+(?:\.\d+)?"
 API = r"^\(APIServer pid=\d+\) "

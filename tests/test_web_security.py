@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from exporter.config import ConfigError
-from exporter.websecurity import load_web_config
+from exporter.expose.websecurity import load_web_config
 from helpers import free_port
 
 NOW = datetime.datetime.now(datetime.UTC)
@@ -82,7 +82,7 @@ def secured(tmp_path, pki):  # type: ignore[no-untyped-def]
     log.write_text("")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
+        [sys.executable, "-m", "exporter.cli.main", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     url = f"https://127.0.0.1:{port}"
@@ -160,9 +160,9 @@ def test_bad_web_configs_are_clear_errors(tmp_path, content, message):
 
 def test_no_endpoint_takes_a_target_from_the_caller():
     """The sidecar requests only what its flags and targets file name: no route accepts a URL to fetch."""
-    from exporter.app import create_app
+    from exporter.expose.app import create_app
     from exporter.config import DeriveSettings
-    from exporter.store import Store
+    from exporter.state.store import Store
 
     app = create_app(Store(), DeriveSettings())
     paths = {route.path for route in app.routes if hasattr(route, "methods")}

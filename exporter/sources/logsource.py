@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from exporter.pipeline import LogPipeline
-from exporter.sources.container import LogFormat
+from exporter.intervals.pipeline import LogPipeline
+from exporter.config import LogFormat
 from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
 from exporter.sources.wake import EventWaker, Waker, file_waker
-from exporter.store import SourceStats, Store
+from exporter.state.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ import httpx
 from exporter import __version__
 from exporter.parse.exposition import ExpositionError, ExpositionSnapshot, parse_exposition
 from exporter.records import SampledValues, SeriesKey, SpecConfig
-from exporter.scrape_intervals import ScrapeDeltas
+from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.sources.targets import Target, TargetsFile
-from exporter.store import SourceStats, Store
+from exporter.state.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
 

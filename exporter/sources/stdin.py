@@ -12,9 +12,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from exporter.pipeline import LogPipeline
-from exporter.sources.container import LogFormat
-from exporter.store import SourceStats, Store
+from exporter.intervals.pipeline import LogPipeline
+from exporter.config import LogFormat
+from exporter.state.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
 

@@ -9,15 +9,15 @@ import logging
 import uvicorn
 from fastapi import FastAPI
 
-from exporter.app import Source, create_app
+from exporter.expose.app import Source, create_app
 from exporter.config import Settings
 from exporter.sources.logsource import LogSource
-from exporter.state import StateKeeper
+from exporter.state.persist import StateKeeper
 from exporter.sources.scrape import ScrapeSource
 from exporter.sources.targets import target_from_url
 from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
-from exporter.store import Store
-from exporter.websecurity import WebSecurity
+from exporter.state.store import Store
+from exporter.expose.websecurity import WebSecurity
 
 log = logging.getLogger(__name__)
 

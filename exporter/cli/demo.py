@@ -26,7 +26,7 @@ def run_demo(
     health_window: str,
 ) -> None:
     """Start the simulator, then serve the sidecar in the foreground until Ctrl-C; clean up both."""
-    from exporter.serve import run  # FastAPI/uvicorn only when serving
+    from exporter.cli.serve import run  # FastAPI/uvicorn only when serving
 
     workdir = Path(tempfile.mkdtemp(prefix="specdecode-demo-"))
     log_path = workdir / "vllm.log"

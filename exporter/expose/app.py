@@ -14,12 +14,12 @@ from typing import Any, Protocol
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from exporter.assess import judged_window
+from exporter.judge.assess import judged_window
 from exporter.config import DeriveSettings
-from exporter.export import CONTENT_TYPE, VERSION, MetricsRenderer
-from exporter.report import snapshot_report
-from exporter.store import Store
-from exporter.websecurity import OPEN_PATHS, WebSecurity
+from exporter.expose.metrics import CONTENT_TYPE, VERSION, MetricsRenderer
+from exporter.report.snapshot import snapshot_report
+from exporter.state.store import Store
+from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
 
 
 TIMELINE_POINTS = 180
@@ -28,7 +28,7 @@ STATIC_FILES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/c
 
 def _asset(name: str) -> str:
     """A file of the status page, shipped inside the package (no CDN: the page works offline)."""
-    return (resources.files("exporter") / "web" / name).read_text(encoding="utf-8")
+    return (resources.files("exporter.expose") / "web" / name).read_text(encoding="utf-8")
 
 
 class Source(Protocol):

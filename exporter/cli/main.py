@@ -12,14 +12,14 @@ from typing import Any
 
 import click
 
-from exporter.analyze import AnalyzeOptions, analyze, sample_log_path
+from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.config import DEFAULT_LISTEN, DEFAULT_WINDOWS, ConfigError, Settings, load_derive_settings, parse_listen
-from exporter.export import VERSION
-from exporter.report_format import render_csv, render_table
-from exporter.sources.container import LOG_FORMATS
+from exporter.expose.metrics import VERSION
+from exporter.report.formats import render_csv, render_table
+from exporter.config import LOG_FORMATS
 from exporter.parse.exposition import ENGINES
 from exporter.sources.targets import TargetsError, default_pairs, target_from_url
-from exporter.window import parse_duration
+from exporter.state.window import parse_duration
 
 
 def _env(name: str) -> str:
@@ -79,7 +79,7 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
         raise click.UsageError(str(error)) from None
     report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress))  # type: ignore[arg-type]
     if plot:
-        from exporter.plot import PlotUnavailable, plot_report
+        from exporter.report.plot import PlotUnavailable, plot_report
 
         try:
             panels = plot_report(report, plot)
@@ -158,7 +158,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         target_urls = tuple(target_from_url(url).url for url in targets)
         pair_map = _pairs(pairs) or default_pairs(logs, target_urls, plugin_dirs)
         if web_config_file:
-            from exporter.websecurity import load_web_config
+            from exporter.expose.websecurity import load_web_config
 
             load_web_config(web_config_file)  # a broken file is an error at start, not at the first request
     except (ConfigError, TargetsError) as error:
@@ -166,7 +166,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     window_map = _windows(windows)
     if health_window not in window_map:
         raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
-    from exporter.serve import run  # FastAPI and uvicorn load only for `serve`
+    from exporter.cli.serve import run  # FastAPI and uvicorn load only for `serve`
 
     run(
         Settings(
@@ -260,7 +260,7 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
          restart_after: float | None, drafts_per_second: float | None, listen: str, sim_listen: str, log_interval: float,
          windows: tuple[str, ...], health_window: str) -> None:
     """Zero-setup demo: a simulated vLLM, the sidecar reading its log and /metrics, the status page."""
-    from exporter.demo import run_demo
+    from exporter.cli.demo import run_demo
 
     try:
         parse_listen(listen)
@@ -288,7 +288,7 @@ def check_config(drafter: str, target_path: str | None, num_speculative_tokens: 
     DRAFTER and --target are model directories or config.json files. Exit status: 0 clean,
     1 warnings, 2 errors, 3 the files could not be read.
     """
-    from exporter.checkconfig import check, exit_status, findings_json, load_model
+    from exporter.judge.checkconfig import check, exit_status, findings_json, load_model
 
     try:
         draft = load_model(drafter)

@@ -14,27 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporter.derive import Derived
+from exporter.config import HealthThresholds
+from exporter.judge.derive import Derived
 
 STATES = ("ok", "wasteful", "degraded", "broken", "no_data")
-
-
-@dataclass(frozen=True, slots=True)
-class HealthThresholds:
-    """Every knob of the verdict; all are configuration (`[health]` in the config file)."""
-
-    # Fewer drafts than this in a window is not enough evidence for any verdict.
-    min_drafts: int = 50
-    # broken: mean acceptance length at most this …
-    broken_max_mean_acceptance_length: float = 1.3
-    # … and position-0 acceptance at most this (a working drafter reaches ≥ 0.5 on most traffic).
-    broken_max_position0_acceptance: float = 0.25
-    # degraded: L − 1 below (1 − this) × the baseline window's L − 1 …
-    degraded_relative_drop: float = 0.3
-    # … or L below this absolute floor (0 disables the floor).
-    degraded_min_mean_acceptance_length: float = 0.0
-    # wasteful: the speed-up at the recommended k' beats the one at k by more than this fraction.
-    wasteful_min_gain: float = 0.03
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Literal
+from exporter.config import LogFormat
 
 from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
 
-LogFormat = Literal["auto", "plain", "docker", "cri"]
-LOG_FORMATS: tuple[LogFormat, ...] = ("auto", "plain", "docker", "cri")
 
 _CRI = re.compile(r"^(\d{4}-\d\d-\d\dT\S+) (stdout|stderr) ([A-Z](?::[A-Z])*) ?(.*)$", re.DOTALL)
 

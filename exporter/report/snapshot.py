@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from exporter.assess import assess
+from exporter.judge.assess import assess
 from exporter.config import DeriveSettings
-from exporter.crosscheck import cross_check
-from exporter.derive import Derived
-from exporter.store import SeriesSnapshot, Snapshot
-from exporter.window import Totals, parse_duration
+from exporter.judge.crosscheck import cross_check
+from exporter.judge.derive import Derived
+from exporter.state.store import SeriesSnapshot, Snapshot
+from exporter.state.window import Totals, parse_duration
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:

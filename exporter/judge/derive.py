@@ -6,7 +6,7 @@ With D, T, A, A_i summed over a window:
   c_i = r_i / r_{i-1}, c_0 = r_0 (conditional: where the chain breaks)
   α = A/T (draft acceptance ratio); T/D (mean draft length, below k when drafts are shortened)
   E(k') = 1 + Σ_{i<k'} r_i (expected tokens per step drafting only k' positions)
-  speed-up(k') = E(k') / step(k'), with step(k') from the drafter's cost model (exporter/cost.py)
+  speed-up(k') = E(k') / step(k'), with step(k') from the drafter's cost model (exporter/judge/cost.py)
   recommended k = argmax speed-up(k') over k' = 0..k (0 = speculation does not pay)
 A window with D = 0 yields nothing: absent, never zero or NaN.
 """
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporter.cost import FALLBACK_COST, DraftCost, speedup_curve
-from exporter.window import Totals
+from exporter.config import FALLBACK_COST, DraftCost
+from exporter.judge.cost import speedup_curve
+from exporter.state.window import Totals
 
 
 @dataclass(frozen=True, slots=True)

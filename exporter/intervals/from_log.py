@@ -30,8 +30,8 @@ from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
 from exporter.plugin.records import VERSION as PLUGIN_RECORD_VERSION
 from exporter.plugin.records import PluginConfig, RecordError
 from exporter.plugin.records import decode as decode_plugin_record
-from exporter.reconstruct import reconstruct
-from exporter.scan import might_matter
+from exporter.intervals.reconstruct import reconstruct
+from exporter.parse.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
 from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SampledValues, SeriesKey, SpecConfig
 

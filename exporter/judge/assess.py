@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.config import DeriveSettings
-from exporter.derive import Derived, derive
-from exporter.store import SeriesSnapshot
-from exporter.verdict import Baseline, Verdict, as_baseline, judge
-from exporter.window import Totals, parse_duration
+from exporter.judge.derive import Derived, derive
+from exporter.state.store import SeriesSnapshot
+from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
+from exporter.state.window import Totals, parse_duration
 
 SHORT_DRAFTS = 0.95  # drafts averaging under this share of k are "shortened"
 

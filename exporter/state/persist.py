@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from exporter.store import Store
+from exporter.state.store import Store
 
 log = logging.getLogger(__name__)
 

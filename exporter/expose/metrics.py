@@ -23,14 +23,14 @@ from prometheus_client.utils import floatToGoString
 from exporter import __version__ as VERSION
 from exporter import metric_names as names
 from exporter.config import DeriveSettings
-from exporter.crosscheck import cross_check
-from exporter.assess import assess, judged_window
-from exporter.derive import Derived, derive
-from exporter.labels import clean
+from exporter.judge.crosscheck import cross_check
+from exporter.judge.assess import assess, judged_window
+from exporter.judge.derive import Derived, derive
+from exporter.expose.labels import clean
 from exporter.records import SeriesKey
-from exporter.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
-from exporter.verdict import STATES
-from exporter.window import parse_duration
+from exporter.state.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
+from exporter.judge.verdict import STATES
+from exporter.state.window import parse_duration
 
 Add = Callable[[names.MetricSpec, list[str], float], None]
 Info = Callable[[names.MetricSpec, dict[str, str]], None]

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from exporter.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
+from exporter.state.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
 from exporter.records import Interval, SampledValues, SeriesKey, SpecConfig
-from exporter.window import RollingWindow, Totals
+from exporter.state.window import RollingWindow, Totals
 
 
 @dataclass

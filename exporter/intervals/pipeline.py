@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from exporter.log_intervals import ClockMode, LogInterpreter
+from exporter.intervals.from_log import ClockMode, LogInterpreter
 from exporter.records import RawLine
-from exporter.scan import LineScanner, might_matter
-from exporter.sources.container import FrameDecoder, FramingError, LogFormat, detect_format
+from exporter.parse.scan import LineScanner, might_matter
+from exporter.config import LogFormat
+from exporter.parse.container import FrameDecoder, FramingError, detect_format
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
-from exporter.store import SourceStats, Store
+from exporter.state.store import SourceStats, Store
 
 
 class LogPipeline:

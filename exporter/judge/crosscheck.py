@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from exporter.derive import Derived, derive
-from exporter.store import SeriesSnapshot, Snapshot
+from exporter.judge.derive import Derived, derive
+from exporter.state.store import SeriesSnapshot, Snapshot
 
 AGREEMENT_TOLERANCE = 0.05  # relative difference under which the two sources are said to agree
 EXACTNESS = {"plugin": 0, "metrics": 1, "log": 2}  # lower is more exact: the reference of a pair

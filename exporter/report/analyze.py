@@ -20,10 +20,10 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from exporter.config import DeriveSettings
-from exporter.pipeline import LogPipeline
-from exporter.report import snapshot_report
-from exporter.sources.container import LogFormat
-from exporter.store import Store
+from exporter.intervals.pipeline import LogPipeline
+from exporter.report.snapshot import snapshot_report
+from exporter.config import LogFormat
+from exporter.state.store import Store
 
 CHUNK = 1 << 20
 SAMPLE_NAME = "vllm-0.24.0-draft_model-noisy-k8.log"
