@@ -81,7 +81,7 @@ def _stop(process: subprocess.Popen) -> None:  # type: ignore[type-arg]
 def sidecar(*args: str) -> Iterator[Sidecar]:
     """`specdecode-exporter serve ARGS` on a free loopback port, ready once /-/healthy answers."""
     port = free_port()
-    command = [sys.executable, "-m", "exporter.cli.main", "--log-level", "warning", "serve", "--listen", f"127.0.0.1:{port}", *args]
+    command = [sys.executable, "-m", "exporter", "--log-level", "warning", "serve", "--listen", f"127.0.0.1:{port}", *args]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     client = httpx.Client(timeout=30.0)
     url = f"http://127.0.0.1:{port}"

@@ -79,7 +79,7 @@ def offline(size: int, runs: int, mtail_runs: int) -> list[Row]:
     path = str(truth.path)
     grep = _median_seconds(["env", "LC_ALL=C", "grep", "-c", "SpecDecoding metrics", path], runs)
     analyze = _median_seconds(
-        [sys.executable, "-m", "exporter.cli.main", "analyze", "--format", "json", "--no-progress", path], runs, _check_analyze(truth)
+        [sys.executable, "-m", "exporter", "analyze", "--format", "json", "--no-progress", path], runs, _check_analyze(truth)
     )
     mib = truth.size / (1 << 20)
     label = f"{mib:,.0f} MiB, {truth.lines:,} lines"

@@ -1,5 +1,5 @@
 """`python -m exporter …` is `specdecode-exporter …`."""
 
-from exporter.cli.main import main
+from exporter.cli import main
 
 main()

@@ -112,7 +112,7 @@ def running_process(command: list[str], ready_url: str, what: str, stdin: int | 
 
 def cli(*args: str) -> list[str]:
     """The command line of `specdecode-exporter ARGS` in this interpreter."""
-    return [sys.executable, "-m", "exporter.cli.main", *args]
+    return [sys.executable, "-m", "exporter", *args]
 
 
 @contextmanager

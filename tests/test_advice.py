@@ -48,7 +48,7 @@ def test_shortened_drafts_say_so():
 
 
 def test_analyze_prints_the_recommendation_curve_and_its_assumptions():
-    table = subprocess.run([sys.executable, "-m", "exporter.cli.main", "analyze", str(CAPTURE / "server.log")], capture_output=True, text=True, timeout=60).stdout
+    table = subprocess.run([sys.executable, "-m", "exporter", "analyze", str(CAPTURE / "server.log")], capture_output=True, text=True, timeout=60).stdout
     assert "recommended k = 8" in table and "speed-up model: step cost 1 + 0.08 per draft token" in table
     assert "speed-up(k'=pos+1)" in table
 

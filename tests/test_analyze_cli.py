@@ -21,7 +21,7 @@ GROUND_TRUTH_CONDITIONAL = [0.615, 0.738, 0.893, 0.919, 0.932, 0.945, 0.946, 0.9
 
 def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "exporter.cli.main", *args],
+        [sys.executable, "-m", "exporter", *args],
         input=stdin.decode() if stdin is not None else None, capture_output=True, text=True, timeout=120,
     )
 
@@ -143,7 +143,7 @@ def test_config_file_changes_the_verdict(tmp_path):
 
 def test_env_vars_set_flags():
     result = subprocess.run(
-        [sys.executable, "-m", "exporter.cli.main", "analyze", str(CAPTURE / "server.log")],
+        [sys.executable, "-m", "exporter", "analyze", str(CAPTURE / "server.log")],
         capture_output=True, text=True, env={**__import__("os").environ, "SPECDECODE_FORMAT": "json"}, timeout=60,
     )
     assert json.loads(result.stdout)["series"][0]["health"] == "ok"
@@ -162,7 +162,7 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path):
     blocker.mkdir()
     (blocker / "matplotlib.py").write_text("raise ImportError('matplotlib is not installed here')\n")
     result = subprocess.run(
-        [sys.executable, "-m", "exporter.cli.main", "analyze", "--plot", str(tmp_path / "x.png"), str(CAPTURE / "server.log")],
+        [sys.executable, "-m", "exporter", "analyze", "--plot", str(tmp_path / "x.png"), str(CAPTURE / "server.log")],
         capture_output=True, text=True, timeout=60,
         env={**__import__("os").environ, "PYTHONPATH": str(blocker)},
     )

@@ -103,7 +103,7 @@ def test_eagle3_mtp_and_draft_model_checks():
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exporter.cli.main", "check-config", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "exporter", "check-config", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_exit_statuses_and_json(tmp_path):

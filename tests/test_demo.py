@@ -16,7 +16,7 @@ from helpers import DEADLINE_SECONDS, POLL_SECONDS, free_port, parse_samples, va
 def test_demo_prints_urls_serves_both_sources_and_stops_cleanly_on_ctrl_c():
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli.main", "demo", "--listen", f"127.0.0.1:{port}", "--log-interval", "1", "--speed", "2"],
+        [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{port}", "--log-interval", "1", "--speed", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: list[str] = []

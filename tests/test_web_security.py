@@ -82,7 +82,7 @@ def secured(tmp_path, pki):  # type: ignore[no-untyped-def]
     log.write_text("")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli.main", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
+        [sys.executable, "-m", "exporter", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     url = f"https://127.0.0.1:{port}"
