@@ -5,7 +5,10 @@ source → RawLine → parse → ParsedSpecLine / EngineMarker / SpecConfig → 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +127,41 @@ class ParseProblem:
     upstream: str
     reason: str
     text: str = field(repr=False, default="")
+
+
+@dataclass
+class SourceStats:
+    """Health and counters of one upstream (a log path, or stdin)."""
+
+    kind: str = "log"
+    up: bool = False
+    lines: int = 0
+    spec_lines: int = 0
+    problems: Counter[str] = field(default_factory=Counter)
+    variants: Counter[str] = field(default_factory=Counter)
+    rotations: int = 0
+    truncations: int = 0
+    last_success: float | None = None
+    last_spec_line: float | None = None
+    resets: int = 0  # counter resets (server restarts) seen
+    scrape_duration: float | None = None
+    last_error: str | None = None
+    extra_labels: dict[str, str] = field(default_factory=dict)  # from a file_sd targets file
+
+
+class HealthBoard(Protocol):
+    """Where a source posts the health of its upstreams (the store, wired up by the CLI)."""
+
+    def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None: ...
+
+    def forget(self, upstream: str) -> None: ...
+
+
+class RecordSink(HealthBoard, Protocol):
+    """Where the interval stage hands its records: the store, which an earlier stage never imports."""
+
+    def record_interval(self, interval: Interval) -> None: ...
+
+    def record_sample(self, sample: SampledValues) -> None: ...
+
+    def record_config(self, upstream: str, config: SpecConfig) -> None: ...

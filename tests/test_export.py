@@ -12,7 +12,8 @@ from exporter.expose.metrics import MetricsRenderer
 from exporter.expose.labels import MAX_LABEL_LENGTH, clean
 from exporter.intervals.pipeline import LogPipeline
 from exporter.records import Interval, SeriesKey
-from exporter.state.store import SourceStats, Store
+from exporter.records import SourceStats
+from exporter.state.store import Store
 
 SGLANG = [
     "[2026-04-05 20:02:51 DP1 TP0] Decode batch, #running-req: 32, #token: 11179, token usage: 0.08, accept len: 3.21, accept rate: 0.55, cuda graph: True, gen throughput (token/s): 1635.11, #queue-req: 0, ",

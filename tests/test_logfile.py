@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from exporter.intervals.pipeline import pipelines_into
 from exporter.sources.linebuffer import LineBuffer, split_lines
 from exporter.sources.logfile import FILE_REPLACED, FollowedFile
 from exporter.sources.logsource import LogSource
@@ -184,7 +185,7 @@ def test_log_source_expands_globs_primes_config_and_counts(tmp_path):
     running = tmp_path / "a.log"
     write(running, STARTUP + SPEC)  # joined mid-run: the spec line is history, the config is not
     store = Store({"5m": 300})
-    source = LogSource([str(tmp_path / "*.log")], store)
+    source = LogSource([str(tmp_path / "*.log")], store, pipelines_into(store))
     source.poll_once()
     write(running, SPEC)
     write(tmp_path / "b.log", SPEC)  # appears later: read from its start
@@ -201,7 +202,7 @@ def test_log_source_expands_globs_primes_config_and_counts(tmp_path):
 
 def test_a_missing_file_shows_as_down_never_as_zero_acceptance(tmp_path):
     store = Store({"5m": 300})
-    source = LogSource([str(tmp_path / "missing.log")], store)
+    source = LogSource([str(tmp_path / "missing.log")], store, pipelines_into(store))
     source.poll_once()
     source.stop()
     snapshot = store.snapshot()

@@ -9,15 +9,17 @@ import logging
 import uvicorn
 from fastapi import FastAPI
 
-from exporter.expose.app import Source, create_app
 from exporter.config import Settings
-from exporter.sources.logsource import LogSource
-from exporter.state.persist import StateKeeper
-from exporter.sources.scrape import ScrapeSource
-from exporter.sources.targets import target_from_url
-from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
-from exporter.state.store import Store
+from exporter.expose.app import Source, create_app
 from exporter.expose.websecurity import WebSecurity
+from exporter.intervals.pipeline import pipelines_into
+from exporter.intervals.scrapes import ScrapeInterpreter
+from exporter.sources.logsource import LogSource
+from exporter.sources.scrape import ScrapeSource
+from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
+from exporter.sources.targets import target_from_url
+from exporter.state.persist import StateKeeper
+from exporter.state.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -27,37 +29,36 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
     store = Store(settings.windows, max_series=settings.max_series, baseline_half_life=settings.baseline_half_life)
     store.pairs = list(settings.pairs)
     sources: list[Source] = []
+    pipelines = pipelines_into(store, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes)
     log_source: LogSource | None = None
     paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
     if paths or settings.plugin_dirs:
         log_source = LogSource(
             paths,
             store,
+            pipelines,
             from_start=settings.from_start,
             log_format=settings.log_format,
             poll_interval=settings.poll_interval,
             file_events=settings.file_events,
             plugin_dirs=settings.plugin_dirs,
-            model_name=settings.model_name,
             max_line_bytes=settings.max_line_bytes,
         )
         sources.append(log_source)
     if STDIN_UPSTREAM in settings.logs:
         sources.append(
-            StdinSource(
-                store, log_format=settings.log_format, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes
-            )
+            StdinSource(store, pipelines, log_format=settings.log_format)
         )
     if settings.targets or settings.targets_file:
         sources.append(
             ScrapeSource(
                 store,
+                ScrapeInterpreter(store, engine=settings.engine),
                 targets=[target_from_url(url) for url in settings.targets],
                 targets_file=settings.targets_file,
                 interval=settings.scrape_interval,
                 timeout=settings.scrape_timeout,
                 max_bytes=settings.max_scrape_bytes,
-                engine=settings.engine,
             )
         )
     if settings.state_dir:

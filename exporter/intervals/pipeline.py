@@ -1,4 +1,4 @@
-"""One upstream's path through the stages: framing → interpreter → store.
+"""One upstream's path through the stages: framing → interpreter → a record sink (the store).
 
 `serve` (live) and `analyze` (one-shot) both push blocks of physical lines through a LogPipeline;
 only the source and the clock differ. A plain-text block goes to the scanner, which hands over only
@@ -8,23 +8,22 @@ the lines holding a marker; container framing (docker, CRI) is unwrapped line by
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from exporter.intervals.from_log import ClockMode, LogInterpreter
-from exporter.records import RawLine
+from exporter.records import RawLine, RecordSink, SourceStats
 from exporter.parse.scan import LineScanner, might_matter
 from exporter.config import LogFormat
 from exporter.parse.container import FrameDecoder, FramingError, detect_format
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
-from exporter.state.store import SourceStats, Store
 
 
 class LogPipeline:
-    """Feeds the physical lines of one upstream into the store."""
+    """Feeds the physical lines of one upstream into a record sink (the store, in `serve` and `analyze`)."""
 
     def __init__(
         self,
-        store: Store,
+        sink: RecordSink,
         upstream: str,
         *,
         log_format: LogFormat = "auto",
@@ -34,7 +33,7 @@ class LogPipeline:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         source_kind: str = "log",
     ) -> None:
-        self.store = store
+        self.sink = sink
         self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
         self.max_line_bytes = max_line_bytes
         self.scanner = LineScanner(max_line_bytes)
@@ -42,7 +41,7 @@ class LogPipeline:
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
-        store.update_source(upstream, lambda stats: None, kind=source_kind)
+        sink.update_source(upstream, lambda stats: None, kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
         """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""
@@ -86,7 +85,7 @@ class LogPipeline:
             problems["container_framing"] = framing_errors
         variants: Counter[str] = Counter()
         last_spec: float | None = None
-        interpreter, upstream, store = self.interpreter, self.upstream, self.store
+        interpreter, upstream, sink = self.interpreter, self.upstream, self.sink
         for text, stamp in texts:  # the interpreter passes over lines without a marker at once
             outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
             if outcome.spec_line:
@@ -97,13 +96,13 @@ class LogPipeline:
             if outcome.problem is not None:
                 problems[outcome.problem.reason] += 1
             if outcome.config is not None:
-                store.record_config(upstream, outcome.config)
+                sink.record_config(upstream, outcome.config)
             if outcome.interval is not None:
-                store.record_interval(outcome.interval)
+                sink.record_interval(outcome.interval)
             if outcome.sample is not None:
-                store.record_sample(outcome.sample)
+                sink.record_sample(outcome.sample)
         if count:
-            store.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
+            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
         return count
 
     def consume_bytes(self, chunk: bytes, read_at: float) -> int:
@@ -128,12 +127,12 @@ class LogPipeline:
             for text, stamp in decoded:
                 outcome = self.interpreter.feed(RawLine(self.upstream, text, 0.0, stamp))
                 if outcome.config is not None:
-                    self.store.record_config(self.upstream, outcome.config)
+                    self.sink.record_config(self.upstream, outcome.config)
         self.decoder.reset()
 
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:
-            self.store.update_source(self.upstream, lambda stats: stats.problems.update({reason: n}))
+            self.sink.update_source(self.upstream, lambda stats: stats.problems.update({reason: n}))
 
     def file_replaced(self) -> None:
         """A new file took the path's place: its framing is detected afresh."""
@@ -155,3 +154,16 @@ def _add(  # type: ignore[no-untyped-def]
             stats.last_spec_line = last_spec
 
     return update
+
+
+def pipelines_into(
+    sink: RecordSink, *, model_name: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Callable[..., LogPipeline]:
+    """The consumer factory the live sources are given: one arrival-clocked pipeline per upstream."""
+
+    def make(upstream: str, *, kind: str, log_format: LogFormat) -> LogPipeline:
+        return LogPipeline(
+            sink, upstream, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes, source_kind=kind
+        )
+
+    return make

@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from exporter.intervals.pipeline import LogPipeline
 from exporter.config import LogFormat
+from exporter.records import HealthBoard, SourceStats
+from exporter.sources.consumer import LogConsumer, LogConsumerFactory
 from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
 from exporter.sources.wake import EventWaker, Waker, file_waker
-from exporter.state.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,13 @@ class LogSource:
     def __init__(
         self,
         patterns: Sequence[str],
-        store: Store,
+        health: HealthBoard,
+        consumers: LogConsumerFactory,
         *,
         from_start: bool = False,
         log_format: LogFormat = "auto",
         poll_interval: float = 1.0,
         file_events: bool = True,
-        model_name: str | None = None,
         max_line_bytes: int = 1 << 20,
         waker: Waker | None = None,
         clock: Callable[[], float] = time.time,
@@ -55,16 +55,16 @@ class LogSource:
         # start (records are exact deltas), all under one upstream named after the directory
         self._plugin_dirs = {os.path.join(directory, PLUGIN_FILES): directory.rstrip("/") or "/" for directory in plugin_dirs}
         self.patterns = list(patterns) + list(self._plugin_dirs)
-        self.store = store
+        self.health = health
+        self.consumers = consumers
         self.from_start = from_start
         self.log_format = log_format
         self.poll_interval = poll_interval
         self.file_events = file_events
-        self.model_name = model_name
         self.max_line_bytes = max_line_bytes
         self.clock = clock
         self._waker = waker
-        self._files: dict[str, tuple[FollowedFile, LogPipeline]] = {}
+        self._files: dict[str, tuple[FollowedFile, LogConsumer]] = {}
         self._first_pass = True
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -145,18 +145,17 @@ class LogSource:
                     pipeline.file_replaced()
                 else:
                     pipeline.consume_block(item, self.clock())  # type: ignore[arg-type]
-            self._report(path, followed, pipeline)
+        self._report()
         if self._after_pass is not None:
             self._after_pass()
 
-    def _follow(self, path: str, plugin_dir: str | None = None) -> tuple[FollowedFile, LogPipeline]:
+    def _follow(self, path: str, plugin_dir: str | None = None) -> tuple[FollowedFile, LogConsumer]:
         resume = self._restored.pop(path, None)
         from_start = self.from_start or plugin_dir is not None
         start_at_end = self._first_pass and not from_start and os.path.exists(path) and resume is None
         followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes, resume=resume)
-        pipeline = LogPipeline(
-            self.store, plugin_dir or path, log_format="plain" if plugin_dir else self.log_format, clock="arrival",
-            model_name=self.model_name, source_kind="plugin" if plugin_dir else "log",
+        pipeline = self.consumers(
+            plugin_dir or path, kind="plugin" if plugin_dir else "log", log_format="plain" if plugin_dir else self.log_format
         )
         if start_at_end or resume is not None:
             self._prime(path, pipeline)
@@ -164,7 +163,7 @@ class LogSource:
         return followed, pipeline
 
     @staticmethod
-    def _prime(path: str, pipeline: LogPipeline) -> None:
+    def _prime(path: str, pipeline: LogConsumer) -> None:
         """Learn the speculative config from the head of a file we will read from its end."""
         try:
             with open(path, "rb") as handle:
@@ -174,16 +173,29 @@ class LogSource:
         lines = head.decode("utf-8", errors="replace").splitlines()
         pipeline.learn_config(raw for raw in lines if any(marker in raw for marker in _PRIME_MARKERS))
 
-    def _report(self, path: str, followed: FollowedFile, pipeline: LogPipeline) -> None:
-        counters = followed.counters
-        too_long = followed.buffer.too_long + pipeline.too_long
+    def _report(self) -> None:
+        """Post each upstream's health once, summed over its files.
 
-        def update(stats: SourceStats) -> None:
-            stats.up = followed.exists
-            stats.rotations = counters.rotations
-            stats.truncations = counters.truncations
-            if too_long:
-                stats.problems["line_too_long"] = too_long
+        A plugin directory is one upstream of several record files: posting file by file, the last
+        file's counts would hide a rotation or a missing file seen in another.
+        """
+        by_upstream: dict[str, list[tuple[FollowedFile, LogConsumer]]] = {}
+        for followed, pipeline in self._files.values():
+            by_upstream.setdefault(pipeline.upstream, []).append((followed, pipeline))
+        for upstream, members in by_upstream.items():
+            up = any(followed.exists for followed, _ in members)
+            rotations = sum(followed.counters.rotations for followed, _ in members)
+            truncations = sum(followed.counters.truncations for followed, _ in members)
+            too_long = sum(followed.buffer.too_long + pipeline.too_long for followed, pipeline in members)
+            self.health.update_source(upstream, _health(up, rotations, truncations, too_long))
 
-        self.store.update_source(pipeline.upstream, update)
 
+def _health(up: bool, rotations: int, truncations: int, too_long: int) -> Callable[[SourceStats], None]:
+    def update(stats: SourceStats) -> None:
+        stats.up = up
+        stats.rotations = rotations
+        stats.truncations = truncations
+        if too_long:
+            stats.problems["line_too_long"] = too_long
+
+    return update

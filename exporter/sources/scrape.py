@@ -5,7 +5,8 @@ request, not per read) and size (`max_bytes`, checked while streaming); redirect
 and proxy variables are ignored, so no request goes anywhere but the configured target (and its
 `/version`, once, for vLLM). A failed scrape marks the target down with its reason — refused,
 timeout, http_status, too_large, unparsable, no_spec_families, transport — and never produces an
-acceptance value.
+acceptance value. What a body means is not this module's business: it goes to a ScrapeConsumer
+(the interval stage's ScrapeInterpreter, wired by the CLI), which may still call it unparsable.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from exporter import __version__
-from exporter.parse.exposition import ExpositionError, ExpositionSnapshot, parse_exposition
-from exporter.records import SampledValues, SeriesKey, SpecConfig
-from exporter.intervals.from_scrape import ScrapeDeltas
+from exporter.records import HealthBoard, SourceStats
 from exporter.sources.targets import Target, TargetsFile
-from exporter.state.store import SourceStats, Store
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +39,29 @@ class ScrapeFailure(Exception):
         self.reason = reason
 
 
-@dataclass
-class _TargetState:
-    deltas: ScrapeDeltas
-    version: str | None = None
-    version_for_reset: int = -1  # /version is asked again after each restart
-    labels: dict[str, str] = field(default_factory=dict)
+class ScrapeOutcome(Protocol):
+    """What the consumer made of a body (exporter.intervals.scrapes.ScrapeResult)."""
+
+    @property
+    def failure(self) -> tuple[str, str] | None: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def resets(self) -> int: ...
+    @property
+    def invalid(self) -> int: ...
+    @property
+    def wants_version(self) -> bool: ...
+
+
+class ScrapeConsumer(Protocol):
+    """Takes the bodies the source fetched, one target at a time."""
+
+    def accept(self, url: str, text: str, now: float) -> ScrapeOutcome: ...
+
+    def set_version(self, url: str, version: str | None) -> None: ...
+
+    def forget(self, url: str) -> None: ...
 
 
 class ScrapeSource:
@@ -54,27 +69,27 @@ class ScrapeSource:
 
     def __init__(
         self,
-        store: Store,
+        health: HealthBoard,
+        consumer: ScrapeConsumer,
         *,
         targets: Sequence[Target] = (),
         targets_file: str | None = None,
         interval: float = 5.0,
         timeout: float = 3.0,
         max_bytes: int = 16 << 20,
-        engine: str | None = None,
         concurrency: int = 64,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.store = store
+        self.health = health
+        self.consumer = consumer
         self.static_targets = list(targets)
         self.targets_file = TargetsFile(targets_file) if targets_file else None
         self.interval = interval
         self.timeout = timeout
         self.max_bytes = max_bytes
-        self.engine = engine
         self.concurrency = concurrency
         self.clock = clock
-        self._states: dict[str, _TargetState] = {}
+        self._labels: dict[str, dict[str, str]] = {}  # per target, from a file_sd targets file
         self._clients: dict[str, httpx.AsyncClient] = {}  # one small pool per target (see client())
         self._tls: ssl.SSLContext | None = None  # built once: each client would load the CA bundle again
         self._thread: threading.Thread | None = None
@@ -147,9 +162,10 @@ class ScrapeSource:
     async def scrape_all(self) -> None:
         targets = self.current_targets()
         wanted = {target.url for target in targets}
-        for url in [url for url in self._states if url not in wanted]:
-            del self._states[url]
-            self.store.forget(url)  # left the targets file: no longer ours to report
+        for url in [url for url in self._labels if url not in wanted]:
+            del self._labels[url]
+            self.consumer.forget(url)
+            self.health.forget(url)  # left the targets file: no longer ours to report
         for url in [url for url in self._clients if url not in wanted]:
             await self._clients.pop(url).aclose()
         limit = asyncio.Semaphore(self.concurrency)
@@ -160,39 +176,36 @@ class ScrapeSource:
                     await self.scrape_target(self.client(target.url), target)
                 except Exception as error:  # one target's surprise must not cost the others their scrape
                     log.exception("scrape failed unexpectedly target=%s", target.url)
-                    state = self._states.get(target.url)
-                    if state is not None:
-                        self._failed(target.url, "internal_error", repr(error), 0.0, state)
+                    if target.url in self._labels:
+                        self._failed(target.url, "internal_error", repr(error), 0.0)
 
         await asyncio.gather(*(bounded(target) for target in targets))
 
     async def scrape_target(self, client: httpx.AsyncClient, target: Target) -> None:
-        state = self._states.get(target.url)
-        if state is None:
-            state = self._states[target.url] = _TargetState(ScrapeDeltas(target.url))
-        state.labels = dict(target.labels)
+        self._labels[target.url] = dict(target.labels)
         started, now = time.monotonic(), self.clock()
         try:
             text = await asyncio.wait_for(self._fetch(client, target.url), self.timeout)
-            snapshot = parse_exposition(text, self.engine)
-            if snapshot.empty:
-                raise ScrapeFailure("no_spec_families")
         except ScrapeFailure as failure:
-            self._failed(target.url, failure.reason, str(failure), time.monotonic() - started, state)
+            self._failed(target.url, failure.reason, str(failure), time.monotonic() - started)
             return
         except (TimeoutError, httpx.TimeoutException):
-            self._failed(target.url, "timeout", f"no complete answer within {self.timeout}s", time.monotonic() - started, state)
+            self._failed(target.url, "timeout", f"no complete answer within {self.timeout}s", time.monotonic() - started)
             return
         except httpx.ConnectError as error:
-            self._failed(target.url, "refused", str(error) or "connection refused", time.monotonic() - started, state)
+            self._failed(target.url, "refused", str(error) or "connection refused", time.monotonic() - started)
             return
         except httpx.HTTPError as error:
-            self._failed(target.url, "transport", str(error) or type(error).__name__, time.monotonic() - started, state)
+            self._failed(target.url, "transport", str(error) or type(error).__name__, time.monotonic() - started)
             return
-        except ExpositionError as error:
-            self._failed(target.url, "unparsable", str(error), time.monotonic() - started, state)
+        outcome = self.consumer.accept(target.url, text, now)
+        if outcome.failure is not None:
+            reason, detail = outcome.failure
+            self._failed(target.url, reason, detail, time.monotonic() - started)
             return
-        await self._record(client, target.url, state, snapshot, now, time.monotonic() - started)
+        if outcome.wants_version:
+            self.consumer.set_version(target.url, await self._version(client, target.url))
+        self._succeeded(target.url, outcome, now, time.monotonic() - started)
 
     async def _fetch(self, client: httpx.AsyncClient, url: str) -> str:
         async with client.stream("GET", url) as response:
@@ -211,46 +224,34 @@ class ScrapeSource:
                 chunks.append(chunk)
         return b"".join(chunks).decode("utf-8", errors="replace")
 
-    def _failed(self, url: str, reason: str, detail: str, duration: float, state: _TargetState) -> None:
+    def _failed(self, url: str, reason: str, detail: str, duration: float) -> None:
         log.debug("scrape failed target=%s reason=%s detail=%s", url, reason, detail)
+        labels = self._labels.get(url, {})
 
         def update(stats: SourceStats) -> None:
             stats.up = False
             stats.problems[reason] += 1
             stats.last_error = f"{reason}: {detail}"
             stats.scrape_duration = duration
-            stats.extra_labels = state.labels
+            stats.extra_labels = labels
 
-        self.store.update_source(url, update, kind=SOURCE_KIND)
+        self.health.update_source(url, update, kind=SOURCE_KIND)
 
-    async def _record(
-        self, client: httpx.AsyncClient, url: str, state: _TargetState, snapshot: ExpositionSnapshot, now: float, duration: float
-    ) -> None:
-        state.deltas.variant = snapshot.engine_kind or "unknown"
-        invalid_before = state.deltas.invalid
-        for interval in state.deltas.update(snapshot.counters, now):
-            self.store.record_interval(interval)
-        invalid = state.deltas.invalid - invalid_before
-        for (model, engine), values in snapshot.sampled.items():
-            key = SeriesKey(upstream=url, model_name=model, engine=engine, source=SOURCE_KIND)
-            self.store.record_sample(SampledValues(key, now, tuple(sorted(values.items())), snapshot.engine_kind or ""))
-        if snapshot.engine_kind == "vllm" and state.version_for_reset != state.deltas.resets:
-            state.version_for_reset = state.deltas.resets
-            state.version = await self._version(client, url)
-        self.store.record_config(url, _config(snapshot, state.version))
+    def _succeeded(self, url: str, outcome: ScrapeOutcome, now: float, duration: float) -> None:
+        labels = self._labels.get(url, {})
 
         def update(stats: SourceStats) -> None:
             stats.up = True
             stats.last_success = now
             stats.scrape_duration = duration
-            stats.resets = state.deltas.resets
+            stats.resets = outcome.resets
             stats.last_error = None
-            stats.extra_labels = state.labels
-            stats.variants[snapshot.engine_kind or "unknown"] += 1
-            if invalid:
-                stats.problems["invalid_values"] += invalid
+            stats.extra_labels = labels
+            stats.variants[outcome.variant] += 1
+            if outcome.invalid:
+                stats.problems["invalid_values"] += outcome.invalid
 
-        self.store.update_source(url, update, kind=SOURCE_KIND)
+        self.health.update_source(url, update, kind=SOURCE_KIND)
 
     async def _version(self, client: httpx.AsyncClient, url: str) -> str | None:
         """vLLM's `GET /version` on the target's own host and port."""
@@ -262,13 +263,3 @@ class ScrapeSource:
             return None
         return str(version) if version else None
 
-
-def _config(snapshot: ExpositionSnapshot, version: str | None) -> SpecConfig:
-    """What /metrics tells of the speculative config: k = number of position series."""
-    positions = max((len(c.accepted_per_position) for c in snapshot.counters.values()), default=0)
-    labels = snapshot.config
-    method = next((labels[k] for k in ("method", "decoding_type", "spec_dec_mode", "speculative_decoding_mode") if k in labels), None)
-    k_text = next((labels[k] for k in ("num_speculative_tokens", "max_draft_len", "max_draft_tokens") if k in labels), None)
-    draft = next((labels[k] for k in ("draft_model", "speculative_model", "speculative_model_dir") if k in labels), None)
-    k = int(k_text) if k_text and k_text.isdigit() else (positions or None)
-    return SpecConfig(method=method, num_speculative_tokens=k, draft_model=draft, server_version=version)

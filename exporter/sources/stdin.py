@@ -12,9 +12,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from exporter.intervals.pipeline import LogPipeline
 from exporter.config import LogFormat
-from exporter.state.store import SourceStats, Store
+from exporter.records import HealthBoard, SourceStats
+from exporter.sources.consumer import LogConsumerFactory
 
 log = logging.getLogger(__name__)
 
@@ -26,20 +26,17 @@ class StdinSource:
 
     def __init__(
         self,
-        store: Store,
+        health: HealthBoard,
+        consumers: LogConsumerFactory,
         *,
         fd: int = 0,
         log_format: LogFormat = "auto",
-        model_name: str | None = None,
-        max_line_bytes: int = 1 << 20,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.fd = fd
-        self.store = store
+        self.health = health
         self.clock = clock
-        self.pipeline = LogPipeline(
-            store, STDIN_UPSTREAM, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes
-        )
+        self.pipeline = consumers(STDIN_UPSTREAM, kind="log", log_format=log_format)
         self._thread: threading.Thread | None = None
         self.finished = threading.Event()
 
@@ -66,4 +63,4 @@ class StdinSource:
         def update(stats: SourceStats) -> None:
             stats.up = up
 
-        self.store.update_source(STDIN_UPSTREAM, update)
+        self.health.update_source(STDIN_UPSTREAM, update)

@@ -13,28 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from exporter.state.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
-from exporter.records import Interval, SampledValues, SeriesKey, SpecConfig
+from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
 from exporter.state.window import RollingWindow, Totals
-
-
-@dataclass
-class SourceStats:
-    """Health and counters of one upstream (a log path, or stdin)."""
-
-    kind: str = "log"
-    up: bool = False
-    lines: int = 0
-    spec_lines: int = 0
-    problems: Counter[str] = field(default_factory=Counter)
-    variants: Counter[str] = field(default_factory=Counter)
-    rotations: int = 0
-    truncations: int = 0
-    last_success: float | None = None
-    last_spec_line: float | None = None
-    resets: int = 0  # counter resets (server restarts) seen
-    scrape_duration: float | None = None
-    last_error: str | None = None
-    extra_labels: dict[str, str] = field(default_factory=dict)  # from a file_sd targets file
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,93 @@
+"""What a scraped /metrics body means: counter deltas, sampled values and config, per target.
+
+The scrape source fetches and reports transport failures; it hands each body it got to a
+ScrapeInterpreter, which parses it, turns its counters into Interval records (ScrapeDeltas) and
+tells the source what to post as the target's health. vLLM's `/version` is asked by the source
+(it owns the connection), once per server start, when the interpreter says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from exporter.intervals.from_scrape import ScrapeDeltas
+from exporter.parse.exposition import ExpositionError, ExpositionSnapshot, parse_exposition
+from exporter.records import RecordSink, SampledValues, SeriesKey, SpecConfig
+from exporter.sources.scrape import SOURCE_KIND
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeResult:
+    """One body's outcome: a failure reason (the target is down), or what to post as its health."""
+
+    failure: tuple[str, str] | None = None  # (reason, detail): unparsable, no_spec_families
+    variant: str = "unknown"  # the engine whose /metrics this is
+    resets: int = 0  # counter resets seen so far
+    invalid: int = 0  # values in this body that could not be counts
+    wants_version: bool = False  # a vLLM that (re)started: ask its /version, then call set_version
+
+
+@dataclass
+class _Target:
+    deltas: ScrapeDeltas
+    version: str | None = None
+    version_for_reset: int = -1  # /version is asked again after each restart
+    snapshot: ExpositionSnapshot | None = field(default=None, repr=False)
+
+
+class ScrapeInterpreter:
+    """Per-target delta state; `accept` one body, `forget` a target that left."""
+
+    def __init__(self, sink: RecordSink, engine: str | None = None) -> None:
+        self.sink = sink
+        self.engine = engine  # force the /metrics engine instead of detecting it
+        self._targets: dict[str, _Target] = {}
+
+    def accept(self, url: str, text: str, now: float) -> ScrapeResult:
+        try:
+            snapshot = parse_exposition(text, self.engine)
+        except ExpositionError as error:
+            return ScrapeResult(failure=("unparsable", str(error)))
+        if snapshot.empty:
+            return ScrapeResult(failure=("no_spec_families", "no_spec_families"))
+        target = self._targets.get(url)
+        if target is None:
+            target = self._targets[url] = _Target(ScrapeDeltas(url))
+        deltas = target.deltas
+        deltas.variant = snapshot.engine_kind or "unknown"
+        invalid_before = deltas.invalid
+        for interval in deltas.update(snapshot.counters, now):
+            self.sink.record_interval(interval)
+        for (model, engine), values in snapshot.sampled.items():
+            key = SeriesKey(upstream=url, model_name=model, engine=engine, source=SOURCE_KIND)
+            self.sink.record_sample(SampledValues(key, now, tuple(sorted(values.items())), snapshot.engine_kind or ""))
+        target.snapshot = snapshot
+        wants_version = snapshot.engine_kind == "vllm" and target.version_for_reset != deltas.resets
+        if wants_version:
+            target.version_for_reset = deltas.resets
+        else:
+            self.sink.record_config(url, _config(snapshot, target.version))
+        return ScrapeResult(
+            variant=snapshot.engine_kind or "unknown", resets=deltas.resets, invalid=deltas.invalid - invalid_before, wants_version=wants_version
+        )
+
+    def set_version(self, url: str, version: str | None) -> None:
+        """The answer of the target's `/version` (None: no answer); completes the body just accepted."""
+        target = self._targets[url]
+        target.version = version
+        if target.snapshot is not None:
+            self.sink.record_config(url, _config(target.snapshot, version))
+
+    def forget(self, url: str) -> None:
+        self._targets.pop(url, None)
+
+
+def _config(snapshot: ExpositionSnapshot, version: str | None) -> SpecConfig:
+    """What /metrics tells of the speculative config: k = number of position series."""
+    positions = max((len(c.accepted_per_position) for c in snapshot.counters.values()), default=0)
+    labels = snapshot.config
+    method = next((labels[k] for k in ("method", "decoding_type", "spec_dec_mode", "speculative_decoding_mode") if k in labels), None)
+    k_text = next((labels[k] for k in ("num_speculative_tokens", "max_draft_len", "max_draft_tokens") if k in labels), None)
+    draft = next((labels[k] for k in ("draft_model", "speculative_model", "speculative_model_dir") if k in labels), None)
+    k = int(k_text) if k_text and k_text.isdigit() else (positions or None)
+    return SpecConfig(method=method, num_speculative_tokens=k, draft_model=draft, server_version=version)
