@@ -215,3 +215,19 @@ def _cost(where: str, table: Any, base: DraftCost) -> DraftCost:
             raise ConfigError(f"[{where}] {name}: expected a number ≥ 0, got {raw!r}")
         values[name] = float(raw)
     return dataclasses.replace(base, **values)
+
+
+def parse_duration(text: str) -> float:
+    """'30s', '5m', '1h', '1d' or plain seconds → seconds; ValueError names the bad value."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+    raw = text.strip()
+    try:
+        if raw and raw[-1] in units:
+            value = float(raw[:-1]) * units[raw[-1]]
+        else:
+            value = float(raw)
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h)") from None
+    if value <= 0:
+        raise ValueError(f"duration must be positive: {text!r}")
+    return value

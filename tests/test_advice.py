@@ -10,7 +10,7 @@ from conftest import CAPTURE
 from exporter.config import DeriveSettings
 from exporter.expose.metrics import MetricsRenderer
 from exporter.intervals.pipeline import LogPipeline
-from exporter.report.snapshot import snapshot_report
+from exporter.judge.status import snapshot_report
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.state.store import Store

@@ -15,7 +15,8 @@ from exporter.judge.derive import conditional_acceptance, derive, expected_token
 from exporter.parse.timestamps import resolve_log_time
 from exporter.records import Interval, SeriesKey
 from exporter.judge.verdict import verdict
-from exporter.state.window import RollingWindow, Totals, parse_duration
+from exporter.config import parse_duration
+from exporter.state.window import RollingWindow, Totals
 
 KEY = SeriesKey("log", "m", "0", "log")
 

@@ -17,7 +17,7 @@ from conftest import CAPTURE
 from exporter.config import DeriveSettings
 from exporter.parse.exposition import parse_exposition
 from exporter.intervals.pipeline import LogPipeline
-from exporter.report.snapshot import snapshot_report
+from exporter.judge.status import snapshot_report
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.simulate.vllm_format import access_line

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.config import DEFAULT_LISTEN, DEFAULT_WINDOWS, ConfigError, Settings, load_derive_settings, parse_listen
@@ -19,7 +21,9 @@ from exporter.report.formats import render_csv, render_table
 from exporter.config import LOG_FORMATS
 from exporter.parse.exposition import ENGINES
 from exporter.sources.targets import TargetsError, default_pairs, target_from_url
-from exporter.state.window import parse_duration
+from exporter.config import parse_duration
+
+log = logging.getLogger(__name__)
 
 
 def _env(name: str) -> str:
@@ -27,9 +31,30 @@ def _env(name: str) -> str:
 
 
 def option(*decls: str, **kwargs: Any):  # type: ignore[no-untyped-def]
-    """click.option with the SPECDECODE_* env var named after the long flag, shown in --help."""
+    """click.option with the SPECDECODE_* env var named after the long flag (or `envvar=`), shown in --help."""
     long_name = next(d for d in decls if d.startswith("--")).split("/")[0][2:]
-    return click.option(*decls, envvar=_env(long_name), show_envvar=True, **kwargs)
+    kwargs.setdefault("envvar", _env(long_name))
+    return click.option(*decls, show_envvar=True, **kwargs)
+
+
+# SPECDECODE_LOG_FORMAT once set both the readers' container framing and the simulator's output
+# layout. Each now has its own variable; the old one is still read where its value says which it
+# meant (the two sets of values do not overlap).
+LEGACY_LOG_FORMAT_ENV = "SPECDECODE_LOG_FORMAT"
+INPUT_FORMAT_ENV = "SPECDECODE_LOG_INPUT_FORMAT"
+SIM_LAYOUT_ENV = "SPECDECODE_SIM_LOG_LAYOUT"
+
+
+def _legacy_log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    old = os.environ.get(LEGACY_LOG_FORMAT_ENV)
+    if old is None or ctx.get_parameter_source(param.name or "") is not ParameterSource.DEFAULT:
+        return value
+    choices = param.type.choices if isinstance(param.type, click.Choice) else ()
+    if old in choices:
+        log.warning("%s is deprecated: set %s instead", LEGACY_LOG_FORMAT_ENV, param.envvar)
+        return old
+    log.warning("%s=%r ignored by %s: not one of %s", LEGACY_LOG_FORMAT_ENV, old, ctx.info_name, ", ".join(map(str, choices)))
+    return value
 
 
 def _derive_options(func):  # type: ignore[no-untyped-def]
@@ -37,7 +62,7 @@ def _derive_options(func):  # type: ignore[no-untyped-def]
     func = option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file with [health] thresholds and [draft_cost] per drafter method or model.")(func)
     func = option("--draft-token-cost", type=click.FloatRange(min=0.0), help="Cost of one draft token relative to one target step, for every series (replaces per_token of the cost model).")(func)
     func = option("--model-name", help="model_name label to use instead of the served model name found in the log.")(func)
-    func = option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, help="Container framing of the log: docker json-file, Kubernetes CRI, plain, or detect per file.")(func)
+    func = option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, envvar=INPUT_FORMAT_ENV, callback=_legacy_log_format, help="Container framing of the log: docker json-file, Kubernetes CRI, plain, or detect per file.")(func)
     return func
 
 
@@ -227,7 +252,7 @@ def _scenario_options(default: str):  # type: ignore[no-untyped-def]
 @_scenario_options("drop-off")
 @option("--listen", default="127.0.0.1:8000", show_default=True, help="host:port of the simulated vLLM API server.")
 @option("--log-file", help="Write the vLLM log here (default: standard output).")
-@option("--log-format", "log_layout", type=click.Choice(["V1-e", "V1-d", "V1-c", "V1-b", "V0-b"]), default="V1-e", show_default=True, help="vLLM log layout to write.")
+@option("--log-format", "log_layout", type=click.Choice(["V1-e", "V1-d", "V1-c", "V1-b", "V0-b"]), default="V1-e", show_default=True, envvar=SIM_LAYOUT_ENV, callback=_legacy_log_format, help="vLLM log layout to write.")
 @option("--log-interval", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="VLLM_LOG_STATS_INTERVAL: seconds between stats lines.")
 @option("--engines", type=click.IntRange(min=1, max=64), default=1, show_default=True, help="Data-parallel engines.")
 @option("--duration", type=click.FloatRange(min=0.1), help="Stop after this many simulated seconds.")

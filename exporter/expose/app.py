@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from exporter.judge.assess import judged_window
 from exporter.config import DeriveSettings
 from exporter.expose.metrics import CONTENT_TYPE, VERSION, MetricsRenderer
-from exporter.report.snapshot import snapshot_report
+from exporter.judge.status import snapshot_report
 from exporter.state.store import Store
 from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
 

@@ -30,7 +30,7 @@ from exporter.expose.labels import clean
 from exporter.records import SeriesKey
 from exporter.state.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
 from exporter.judge.verdict import STATES
-from exporter.state.window import parse_duration
+from exporter.config import parse_duration
 
 Add = Callable[[names.MetricSpec, list[str], float], None]
 Info = Callable[[names.MetricSpec, dict[str, str]], None]

@@ -13,7 +13,8 @@ from exporter.config import DeriveSettings
 from exporter.judge.derive import Derived, derive
 from exporter.state.store import SeriesSnapshot
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
-from exporter.state.window import Totals, parse_duration
+from exporter.config import parse_duration
+from exporter.state.window import Totals
 
 SHORT_DRAFTS = 0.95  # drafts averaging under this share of k are "shortened"
 

@@ -126,7 +126,7 @@ def _sel(selector: str) -> str:
 
 
 def _seconds(duration: str) -> int:
-    from exporter.state.window import parse_duration
+    from exporter.config import parse_duration
 
     return int(parse_duration(duration))
 

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from exporter.config import DeriveSettings
 from exporter.intervals.pipeline import LogPipeline
-from exporter.report.snapshot import snapshot_report
+from exporter.judge.status import snapshot_report
 from exporter.config import LogFormat
 from exporter.state.store import Store
 

@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from exporter.simulate import vllm_format
-from exporter.simulate.server import SERVER_VERSION, TICK_SECONDS, SimulatedServer
+from exporter.simulate.server import TICK_SECONDS, SimulatedServer
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def create_sim_app(server: SimulatedServer, writer: LogWriter) -> FastAPI:
 
     @app.get("/version")
     def version() -> JSONResponse:
-        return JSONResponse({"version": SERVER_VERSION})
+        return JSONResponse({"version": vllm_format.SERVER_VERSION})
 
     @app.get("/health")
     def health() -> Response:

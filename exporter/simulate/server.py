@@ -15,42 +15,10 @@ import time
 from dataclasses import dataclass, field
 
 from exporter.simulate import vllm_format
+from exporter.simulate.engine import Counts, Engine
 from exporter.simulate.scenarios import Scenario
 
-SERVER_VERSION = "0.24.0"
 TICK_SECONDS = 0.1
-
-
-@dataclass
-class _Counts:
-    drafts: int = 0
-    draft_tokens: int = 0
-    accepted: int = 0
-    per_position: list[int] = field(default_factory=list)
-
-    def add(self, length: int, accepted: int) -> None:
-        self.drafts += 1
-        self.draft_tokens += length
-        self.accepted += accepted
-        for position in range(accepted):
-            self.per_position[position] += 1
-
-
-@dataclass
-class _Engine:
-    index: int
-    k: int
-    created: float
-    total: _Counts = field(init=False)
-    interval: _Counts = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.reset_total(self.created)
-        self.interval = _Counts(per_position=[0] * self.k)
-
-    def reset_total(self, created: float) -> None:
-        self.created = created
-        self.total = _Counts(per_position=[0] * self.k)
 
 
 class SimulatedServer:
@@ -77,7 +45,7 @@ class SimulatedServer:
         self.lock = threading.Lock()
         self.api_pid = 1000 + self.rng.randrange(60000)
         self.engine_pid = self.api_pid + 100
-        self.engines = [_Engine(i, scenario.k, self.start_time) for i in range(engines)]
+        self.engines = [Engine(i, scenario.k, self.start_time) for i in range(engines)]
         self._since_log = 0.0
         self._restarted = False
         self._pending: list[str] = vllm_format.startup_lines(self)
@@ -112,7 +80,7 @@ class SimulatedServer:
         if self._since_log >= self.log_interval - 1e-9:
             lines.extend(vllm_format.interval_lines(self, self._since_log))
             for engine in self.engines:
-                engine.interval = _Counts(per_position=[0] * scenario.k)
+                engine.interval = Counts(per_position=[0] * scenario.k)
             self._since_log = 0.0
 
     def _draws(self, mean: float) -> int:
@@ -127,7 +95,7 @@ class SimulatedServer:
         self.engine_pid += 7
         for engine in self.engines:
             engine.reset_total(self.now)
-            engine.interval = _Counts(per_position=[0] * self.scenario.k)
+            engine.interval = Counts(per_position=[0] * self.scenario.k)
         self._since_log = 0.0
         lines.extend(vllm_format.startup_lines(self))
 

@@ -9,35 +9,33 @@ for exercising parsers: V1-d, V1-c (with the process prefix of ≈v0.10), V1-b (
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
-
 from prometheus_client.utils import floatToGoString
 
-if TYPE_CHECKING:
-    from exporter.simulate.server import SimulatedServer, _Engine
+from exporter.simulate.engine import Engine, ServerView
 
 LOG_FORMATS = ("V1-e", "V1-d", "V1-c", "V1-b", "V0-b")
+SERVER_VERSION = "0.24.0"  # the vLLM the simulator writes as: `version …` line, engine config, /version
 
 
-def _stamp(server: SimulatedServer) -> str:
+def _stamp(server: ServerView) -> str:
     return time.strftime("%m-%d %H:%M:%S", time.localtime(server.now))
 
 
-def _api(server: SimulatedServer, source: str, message: str, level: str = "INFO") -> str:
+def _api(server: ServerView, source: str, message: str, level: str = "INFO") -> str:
     if server.log_format in ("V1-b", "V0-b"):  # before the process prefix existed
         bracket = "" if server.log_format == "V0-b" else "["
         return f"{level} {_stamp(server)} {bracket}{source}] {message}"
     return f"(APIServer pid={server.api_pid}) {level} {_stamp(server)} [{source}] {message}"
 
 
-def _core(server: SimulatedServer, source: str, message: str) -> str:
+def _core(server: ServerView, source: str, message: str) -> str:
     if server.log_format in ("V1-b", "V0-b"):
         bracket = "" if server.log_format == "V0-b" else "["
         return f"INFO {_stamp(server)} {bracket}{source}] {message}"
     return f"(EngineCore pid={server.engine_pid}) INFO {_stamp(server)} [{source}] {message}"
 
 
-def startup_lines(server: SimulatedServer) -> list[str]:
+def startup_lines(server: ServerView) -> list[str]:
     s = server.scenario
     k = s.k
     if server.log_format == "V0-b":
@@ -53,12 +51,12 @@ def startup_lines(server: SimulatedServer) -> list[str]:
     spec = {"method": s.method, "model": s.draft_model, "num_speculative_tokens": k}
     args = {"model_tag": s.model, "model": s.model, "served_model_name": [s.served_model_name], "speculative_config": spec}
     return [
-        _api(server, "api_utils.py:339", f"version {SERVER_VERSION_TEXT}"),
+        _api(server, "api_utils.py:339", f"version {SERVER_VERSION}"),
         _api(server, "api_utils.py:273", f"non-default args: {args!r}"),
         _core(
             server,
             "core.py:114",
-            f"Initializing a V1 LLM engine (v{SERVER_VERSION_TEXT}) with config: model='{s.model}', "
+            f"Initializing a V1 LLM engine (v{SERVER_VERSION}) with config: model='{s.model}', "
             f"speculative_config=SpeculativeConfig(method='{s.method}', model='{s.draft_model}', num_spec_tokens={k}), "
             f"tokenizer='{s.model}', skip_tokenizer_init=False, seed=0, served_model_name={s.served_model_name}, "
             "enable_prefix_caching=True, enable_chunked_prefill=True",
@@ -73,22 +71,21 @@ def startup_lines(server: SimulatedServer) -> list[str]:
     ]
 
 
-SERVER_VERSION_TEXT = "0.24.0"
 
 
-def shutdown_lines(server: SimulatedServer) -> list[str]:
+def shutdown_lines(server: ServerView) -> list[str]:
     return [
         _api(server, "launcher.py:100", "[shutdown] API server: shutdown triggered"),
         _core(server, "core.py:1214", "[shutdown] EngineCore: trigger received signal=SIGTERM"),
     ]
 
 
-def access_line(server: SimulatedServer, client: str, method: str, path: str, status: int) -> str:
+def access_line(server: ServerView, client: str, method: str, path: str, status: int) -> str:
     text = f'INFO:     {client} - "{method} {path} HTTP/1.1" {status} {"OK" if status == 200 else ""}'.rstrip()
     return text if server.log_format in ("V1-b", "V0-b") else f"(APIServer pid={server.api_pid}) {text}"
 
 
-def interval_lines(server: SimulatedServer, seconds: float) -> list[str]:
+def interval_lines(server: ServerView, seconds: float) -> list[str]:
     """The periodic stats: per engine an `Engine 00N:` line and, if it drafted, its spec line."""
     lines = []
     for engine in server.engines:
@@ -111,7 +108,7 @@ def interval_lines(server: SimulatedServer, seconds: float) -> list[str]:
     return lines
 
 
-def _spec_message(server: SimulatedServer, engine: _Engine, seconds: float) -> str | None:
+def _spec_message(server: ServerView, engine: Engine, seconds: float) -> str | None:
     if server.log_format == "V0-b":
         total = engine.total
         if not total.drafts:
@@ -159,7 +156,7 @@ _FAMILIES = (
 )
 
 
-def exposition(server: SimulatedServer) -> str:
+def exposition(server: ServerView) -> str:
     """The spec-decode part of vLLM 0.24.0's /metrics, family by family as in the capture."""
     model = server.scenario.served_model_name
     out = [

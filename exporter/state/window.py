@@ -94,19 +94,3 @@ class RollingWindow:
         start = first.start if first.start is not None else first.end
         self._totals = replace(self._totals, start=start, end=self._intervals[-1].end)
         return self._totals
-
-
-def parse_duration(text: str) -> float:
-    """'30s', '5m', '1h', '1d' or plain seconds → seconds; ValueError names the bad value."""
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-    raw = text.strip()
-    try:
-        if raw and raw[-1] in units:
-            value = float(raw[:-1]) * units[raw[-1]]
-        else:
-            value = float(raw)
-    except ValueError:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h)") from None
-    if value <= 0:
-        raise ValueError(f"duration must be positive: {text!r}")
-    return value

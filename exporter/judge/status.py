@@ -14,7 +14,8 @@ from exporter.config import DeriveSettings
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived
 from exporter.state.store import SeriesSnapshot, Snapshot
-from exporter.state.window import Totals, parse_duration
+from exporter.config import parse_duration
+from exporter.state.window import Totals
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
