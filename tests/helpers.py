@@ -5,18 +5,15 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from waiting import DEADLINE_SECONDS, wait_until
 
 from exporter.expose.metrics import MetricsRenderer
-
-DEADLINE_SECONDS = 30.0
-POLL_SECONDS = 0.05  # how often a waiting test re-scrapes; never a sync point by itself
 
 
 def free_port() -> int:
@@ -62,34 +59,36 @@ class Exporter:
 
     def wait_for(self, predicate: Callable[[Samples], bool], what: str, deadline: float = DEADLINE_SECONDS) -> Samples:
         """Scrape until `predicate(samples)` holds; fail with `what` and the last scrape after the deadline."""
-        end = time.monotonic() + deadline
-        samples: Samples = {}
-        while time.monotonic() < end:
+        last: Samples = {}
+
+        def scraped() -> Samples | None:
+            nonlocal last
             if self.process.poll() is not None:
                 raise AssertionError(f"exporter exited with {self.process.returncode} while waiting for {what}")
-            samples = self.scrape()
-            if predicate(samples):
-                return samples
-            time.sleep(POLL_SECONDS)
-        relevant = sorted(f"{k[0]}{dict(sorted(k[1]))}={v}" for k, v in samples.items() if "_total" in k[0] or "_up" in k[0])
-        raise AssertionError(f"timed out waiting for {what}; last scrape:\n" + "\n".join(relevant))
+            last = self.scrape()
+            return last if predicate(last) else None
+
+        def relevant() -> str:
+            return "last scrape:\n" + "\n".join(
+                sorted(f"{k[0]}{dict(sorted(k[1]))}={v}" for k, v in last.items() if "_total" in k[0] or "_up" in k[0])
+            )
+
+        return wait_until(scraped, what, timeout=deadline, detail=relevant)
 
 
 def wait_http(url: str, process: subprocess.Popen[bytes], what: str, deadline: float = DEADLINE_SECONDS) -> None:
     """Poll `url` until it answers 200; fail early with the process's output if it exits."""
-    end = time.monotonic() + deadline
-    while True:
+
+    def answers() -> bool:
         if process.poll() is not None:
             output = process.stdout.read().decode() if process.stdout else ""
             raise AssertionError(f"{what} exited with {process.returncode}: {output}")
         try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
+            return httpx.get(url, timeout=1).status_code == 200
         except httpx.TransportError:
-            pass
-        if time.monotonic() > end:
-            raise AssertionError(f"{what} did not answer at {url}")
-        time.sleep(POLL_SECONDS)
+            return False
+
+    wait_until(answers, f"{what} to answer at {url}", timeout=deadline)
 
 
 @contextmanager

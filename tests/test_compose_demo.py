@@ -9,14 +9,16 @@ ports and a temporary directory — which proves the files the containers mount 
 from __future__ import annotations
 
 import shutil
-import time
 from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
-
 from helpers import cli, free_port, running_process
+from waiting import wait_until
+
+pytestmark = pytest.mark.slow  # the compose demo with the real Prometheus, Alertmanager and Grafana binaries
 
 ROOT = Path(__file__).parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -70,14 +72,15 @@ def test_demo_profile_files_work_with_the_real_binaries(tmp_path):
         expected = {g["name"]: len(g["rules"]) for f in ("specdecode.rules.yml", "specdecode.alerts.yml")
                     for g in yaml.safe_load((rules_dir / f).read_text())["groups"]}
         assert {g["name"]: len(g["rules"]) for g in groups} == expected
-        end = time.monotonic() + 90
-        while True:
+        seen: dict[str, object] = {}
+
+        def scraped_and_recorded() -> bool:
             targets = httpx.get(f"{prom}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
             length = httpx.get(f"{prom}/api/v1/query", params={"query": "model:vllm_spec_decode_mean_acceptance_length:ratio_rate5m"}, timeout=5).json()
-            if len(targets) == 2 and all(t["health"] == "up" for t in targets) and length["data"]["result"]:
-                break
-            assert time.monotonic() < end, f"targets {[(t['scrapeUrl'], t['health']) for t in targets]}, L {length}"
-            time.sleep(0.5)
+            seen.update(targets=[(t["scrapeUrl"], t["health"]) for t in targets], length=length)
+            return len(targets) == 2 and all(t["health"] == "up" for t in targets) and bool(length["data"]["result"])
+
+        wait_until(scraped_and_recorded, "both targets up and the recording rule filled", timeout=90, every=0.5, detail=lambda: str(seen))
         status = httpx.get(f"http://127.0.0.1:{ports['alertmanager']}/api/v2/status", timeout=5).json()
         assert "SpecDecodePositionZeroCollapse" in status["config"]["original"]
         assert httpx.get(f"{prom}/api/v1/alertmanagers", timeout=5).json()["data"]["activeAlertmanagers"]

@@ -6,11 +6,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
+import pytest
+from helpers import free_port, parse_samples, value, wait_http
+from waiting import wait_until
 
-from helpers import DEADLINE_SECONDS, POLL_SECONDS, free_port, parse_samples, value, wait_http
+pytestmark = pytest.mark.slow  # the demo command as a process
 
 
 def test_demo_prints_urls_serves_both_sources_and_stops_cleanly_on_ctrl_c():
@@ -30,15 +32,15 @@ def test_demo_prints_urls_serves_both_sources_and_stops_cleanly_on_ctrl_c():
         assert f"http://127.0.0.1:{port}/" in text and "/api/v1/status" in text
         log_path = re.search(r"log: (\S+)", text).group(1)  # type: ignore[union-attr]
         wait_http(f"http://127.0.0.1:{port}/-/healthy", process, "demo")  # URLs are printed just before it binds
-        end = time.monotonic() + DEADLINE_SECONDS
-        while True:
+
+        def both_sources() -> bool:
             samples = parse_samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text)
-            if value(samples, "specdecode_mean_acceptance_length", source="log") and value(
-                samples, "specdecode_mean_acceptance_length", source="metrics"
-            ):
-                break
-            assert time.monotonic() < end, "no data from both sources"
-            time.sleep(POLL_SECONDS)
+            return bool(
+                value(samples, "specdecode_mean_acceptance_length", source="log")
+                and value(samples, "specdecode_mean_acceptance_length", source="metrics")
+            )
+
+        wait_until(both_sources, "data from both sources")
     finally:
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=20)

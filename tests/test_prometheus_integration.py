@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 
 import httpx
 import pytest
 import yaml
+from helpers import cli, free_port, running_process
+from servers import Webhook, http_server
+from waiting import wait_until
 
 from exporter.mixin.build import write
 from exporter.mixin.config import MixinConfig
 from exporter.mixin.dashboards import dashboards
-from helpers import cli, free_port, running_process
-from servers import Webhook, http_server
+
+pytestmark = pytest.mark.slow  # a real Prometheus, Alertmanager and simulators
 
 FAST = MixinConfig(
     rate_window="15s",
@@ -100,18 +102,16 @@ def delivered(stack: dict, instance: str) -> set[str]:  # type: ignore[type-arg]
     return {a["labels"]["alertname"] for a in stack["webhook"].alerts() if a["labels"].get("instance") == instance}
 
 
-def wait_until(condition, what: str) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.5)
+def wait_long(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Alerts need rule evaluations and `for:` durations: a longer deadline and a slower poll."""
+    wait_until(condition, what, timeout=DEADLINE, every=0.5)
 
 
 def test_broken_and_drop_off_fire_and_alertmanager_delivers(stack):
     sims = stack["sims"]
-    wait_until(lambda: {"SpecDecodePositionZeroCollapse", "SpecDecodeAcceptanceLengthLow"} <= delivered(stack, sims["broken"]),
+    wait_long(lambda: {"SpecDecodePositionZeroCollapse", "SpecDecodeAcceptanceLengthLow"} <= delivered(stack, sims["broken"]),
                "the broken drafter's alerts at the webhook")
-    wait_until(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, sims["dropoff"]), "the drop-off alert at the webhook")
+    wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, sims["dropoff"]), "the drop-off alert at the webhook")
     (notice,) = [a for a in stack["webhook"].alerts() if a["labels"]["alertname"] == "SpecDecodeAcceptanceDropped"][:1]
     assert notice["labels"]["severity"] == "warning"
     assert notice["annotations"]["runbook_url"].endswith("#specdecodeacceptancedropped")
@@ -120,8 +120,8 @@ def test_broken_and_drop_off_fire_and_alertmanager_delivers(stack):
 
 def test_healthy_fires_only_the_wasted_positions_alert(stack):
     healthy = stack["sims"]["healthy"]
-    wait_until(lambda: "SpecDecodeWastedPositions" in firing(stack, healthy), "the healthy server's wasted-positions alert")
-    wait_until(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "the drop-off to have happened")
+    wait_long(lambda: "SpecDecodeWastedPositions" in firing(stack, healthy), "the healthy server's wasted-positions alert")
+    wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "the drop-off to have happened")
     assert firing(stack, healthy) & ACCEPTANCE_ALERTS == set()
     assert delivered(stack, healthy) & ACCEPTANCE_ALERTS == set()
 
@@ -142,7 +142,7 @@ def panel_queries() -> list[tuple[str, str, str]]:
 
 
 def test_every_dashboard_query_returns_data(stack):
-    wait_until(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "alerts (a panel lists them)")
+    wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "alerts (a panel lists them)")
     empty = []
     for filename, title, expr in panel_queries():
         assert not re.search(r"\$\w+", expr), f"unsubstituted variable in {title}: {expr}"

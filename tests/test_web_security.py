@@ -8,7 +8,6 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import bcrypt
@@ -19,10 +18,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from helpers import free_port
+from waiting import wait_until
 
 from exporter.config import ConfigError
 from exporter.expose.websecurity import load_web_config
-from helpers import free_port
+
+pytestmark = pytest.mark.slow  # a running sidecar with TLS and basic auth
 
 NOW = datetime.datetime.now(datetime.UTC)
 
@@ -88,16 +90,15 @@ def secured(tmp_path, pki):  # type: ignore[no-untyped-def]
     url = f"https://127.0.0.1:{port}"
     client = httpx.Client(verify=tls(pki, "client"), timeout=5)
     try:
-        end = time.monotonic() + 30
-        while True:
+
+        def healthy() -> bool:
             assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
             try:
-                if client.get(url + "/-/healthy").status_code == 200:
-                    break
+                return client.get(url + "/-/healthy").status_code == 200
             except httpx.TransportError:
-                pass
-            assert time.monotonic() < end, "sidecar with TLS did not come up"
-            time.sleep(0.05)
+                return False
+
+        wait_until(healthy, "the sidecar with TLS to come up")
         yield url, client, config
     finally:
         client.close()
@@ -118,25 +119,23 @@ def test_every_endpoint_needs_the_password(secured):
 
 def test_no_client_cert_an_expired_one_and_plain_http_are_refused(secured, pki):
     url, _, _ = secured
-    with httpx.Client(verify=tls(pki), timeout=5) as anonymous:
-        with pytest.raises((httpx.TransportError, ssl.SSLError)):
-            anonymous.get(url + "/metrics", auth=("prometheus", "s3cret")).raise_for_status()
-    with httpx.Client(verify=tls(pki, "expired"), timeout=5) as expired:
-        with pytest.raises((httpx.TransportError, ssl.SSLError)):
-            expired.get(url + "/metrics", auth=("prometheus", "s3cret")).raise_for_status()
+    with httpx.Client(verify=tls(pki), timeout=5) as anonymous, pytest.raises((httpx.TransportError, ssl.SSLError)):
+        anonymous.get(url + "/metrics", auth=("prometheus", "s3cret")).raise_for_status()
+    with httpx.Client(verify=tls(pki, "expired"), timeout=5) as expired, pytest.raises((httpx.TransportError, ssl.SSLError)):
+        expired.get(url + "/metrics", auth=("prometheus", "s3cret")).raise_for_status()
     with pytest.raises(httpx.TransportError):
         httpx.get(url.replace("https", "http") + "/metrics", timeout=5)
 
 
 def test_a_changed_web_config_applies_without_a_restart(secured, pki):
     url, client, config = secured
-    time.sleep(1.1)  # mtime granularity: the rewrite must be seen as a change (not a synchronisation)
     web_config(config, pki, b"rotated")
-    os.utime(config)
-    end = time.monotonic() + 20
-    while client.get(url + "/metrics", auth=("prometheus", "rotated")).status_code != 200:
-        assert time.monotonic() < end, "the new password was never accepted"
-        time.sleep(0.2)
+    later = os.stat(config).st_mtime + 2  # a change the sidecar's mtime check sees, whatever the clock's granularity
+    os.utime(config, (later, later))
+    wait_until(
+        lambda: client.get(url + "/metrics", auth=("prometheus", "rotated")).status_code == 200,
+        "the new password to be accepted", timeout=20, every=0.2,
+    )
     assert client.get(url + "/metrics", auth=("prometheus", "s3cret")).status_code == 401
 
 
@@ -160,8 +159,8 @@ def test_bad_web_configs_are_clear_errors(tmp_path, content, message):
 
 def test_no_endpoint_takes_a_target_from_the_caller():
     """The sidecar requests only what its flags and targets file name: no route accepts a URL to fetch."""
-    from exporter.expose.app import create_app
     from exporter.config import DeriveSettings
+    from exporter.expose.app import create_app
     from exporter.state.store import Store
 
     app = create_app(Store(), DeriveSettings())
