@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import CAPTURE, GOLDEN
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.parse.exposition import _FAMILY_PREFIXES, CounterSet, ExpositionError, detect_engine, parse_exposition, spec_samples
 from exporter.intervals.from_scrape import ScrapeDeltas
+from exporter.parse.exposition import _FAMILY_PREFIXES, CounterSet, ExpositionError, detect_engine, parse_exposition, spec_samples
 from exporter.sources.targets import TargetsError, parse_targets_file, target_from_url
 
 FIXTURES = GOLDEN / "exposition"
@@ -20,7 +19,7 @@ def test_real_vllm_snapshot():
     counters = snapshot.counters[("target", "0")]
     assert (counters.drafts, counters.draft_tokens, counters.accepted_tokens) == (25132, 201056, 78455)
     assert counters.accepted_per_position == {0: 15453, 1: 11397, 2: 10172, 3: 9343, 4: 8708, 5: 8233, 6: 7792, 7: 7357}
-    assert counters.created["num_drafts"] == pytest.approx(1796199577.5018158)
+    assert counters.created[("drafts", None)] == pytest.approx(1796199577.5018158)
 
 
 PAYLOADS = sorted((CAPTURE / "metrics").glob("*.prom")) + sorted(FIXTURES.glob("*.prom"))
@@ -80,6 +79,26 @@ def test_trtllm_counters_positions_and_config():
     assert snapshot.config["decoding_type"] == "Eagle3" and snapshot.config["max_draft_len"] == "3"
 
 
+
+def test_created_samples_name_the_same_counters_for_every_engine():
+    """A `_created` sample stamps a counter by what it counts, not by the engine's name for it."""
+    vllm = parse_exposition(
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10\n'
+        'vllm:spec_decode_num_drafts_created{engine="0",model_name="m"} 100\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 4\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",model_name="m",position="1"} 101\n'
+    )
+    trtllm = parse_exposition(
+        'trtllm_spec_decode_drafted_tokens_total{model_name="m",token_position="0"} 10\n'
+        'trtllm_spec_decode_drafted_tokens_created{model_name="m",token_position="0"} 100\n'
+        'trtllm_spec_decode_accepted_tokens_total{model_name="m",token_position="1"} 4\n'
+        'trtllm_spec_decode_accepted_tokens_created{model_name="m",token_position="1"} 101\n'
+        'trtllm_spec_decode_accepted_tokens_created{model_name="m",token_position="2"} 102\n'
+    )
+    assert vllm.counters[("m", "0")].created == {("drafts", None): 100, ("accepted_per_position", 1): 101}
+    (only,) = trtllm.counters.values()
+    assert only.created == {("drafts", None): 100, ("accepted_per_position", 1): 101, ("accepted_per_position", 2): 102}
+
 def test_vllm_v0_counters_are_ignored_and_gauges_sampled():
     snapshot = parse_exposition((FIXTURES / "vllm-v0.prom").read_text())
     assert snapshot.counters == {}
@@ -137,7 +156,7 @@ def test_a_position_that_appears_later():
     deltas = ScrapeDeltas("http://t/metrics")
     deltas.update(counters(10, 40, 20, {0: 8}), at=1000)
     grown = counters(20, 80, 40, {0: 16, 1: 5})
-    grown[("m", "0")].created["num_accepted_tokens_per_pos_1"] = 1002.0  # created after the last scrape
+    grown[("m", "0")].created[("accepted_per_position", 1)] = 1002.0  # created after the last scrape
     (interval,) = deltas.update(grown, at=1005)
     assert interval.accepted_per_position == (8, 5)
     old = counters(30, 120, 60, {0: 24, 1: 9, 2: 7})  # position 2 existed before we saw it: baseline

@@ -66,20 +66,20 @@ class ScrapeDeltas:
         for position in range(max(now.accepted_per_position, default=-1) + 1):
             before = previous.counters.accepted_per_position.get(position)
             if before is None:
-                created = now.created.get(f"num_accepted_tokens_per_pos_{position}")
+                created = now.created.get(("accepted_per_position", position))
                 before = 0.0 if created is not None and created > previous.at else now.accepted_per_position.get(position, 0.0)
-            count = int(round(now.accepted_per_position.get(position, before) - before))
-            positions.append(min(count, int(round(drafts))) if drafts is not None else count)
+            count = round(now.accepted_per_position.get(position, before) - before)
+            positions.append(min(count, round(drafts)) if drafts is not None else count)
         k = len(positions) or None
         return Interval(
             key=SeriesKey(upstream=self.upstream, model_name=key[0], engine=key[1], source="metrics"),
             end=at,
             start=previous.at,
             seconds=at - previous.at,
-            draft_tokens=int(round(draft_tokens)),
-            accepted_tokens=int(round(accepted)),
-            drafts=None if drafts is None else int(round(drafts)),
-            drafts_range=None if drafts is None else (int(round(drafts)),) * 2,
+            draft_tokens=round(draft_tokens),
+            accepted_tokens=round(accepted),
+            drafts=None if drafts is None else round(drafts),
+            drafts_range=None if drafts is None else (round(drafts),) * 2,
             accepted_per_position=tuple(positions),
             k=k,
             variant=self.variant,

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
-
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 ENGINES = ("vllm", "llamacpp", "trtllm", "sglang")
 
@@ -49,6 +48,12 @@ class ExpositionError(ValueError):
     """The payload is not Prometheus text exposition (HTML, JSON, garbage)."""
 
 
+# Which counter a `_created` sample stamps, whatever the engine calls it: (quantity, position).
+# quantity is one of drafts, draft_tokens, accepted_tokens, accepted_per_position; position is
+# set only for accepted_per_position.
+CounterId = tuple[str, int | None]
+
+
 @dataclass
 class CounterSet:
     """Cumulative spec-decode counters of one model/engine as one scrape saw them."""
@@ -57,7 +62,7 @@ class CounterSet:
     draft_tokens: float | None = None
     accepted_tokens: float | None = None
     accepted_per_position: dict[int, float] = field(default_factory=dict)
-    created: dict[str, float] = field(default_factory=dict)  # counter name → its _created value
+    created: dict[CounterId, float] = field(default_factory=dict)  # when each counter was (re)created
 
 
 @dataclass
@@ -220,7 +225,12 @@ def _read_vllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str], 
         return
     counters = _counters_of(snapshot, key)
     if base.endswith("_created"):
-        counters.created[base.removesuffix("_created") + ("_" + labels["position"] if "position" in labels else "")] = value
+        counter = _VLLM_COUNTERS.get(base.removesuffix("_created"))
+        position = labels.get("position", "")
+        if counter == "accepted_per_position" and position.isdigit():
+            counters.created[(counter, int(position))] = value
+        elif counter is not None and counter != "accepted_per_position":
+            counters.created[(counter, None)] = value
     elif base == "num_drafts":
         counters.drafts = value
     elif base == "num_draft_tokens":
@@ -236,12 +246,15 @@ def _read_trtllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str]
     if name == "trtllm_speculative_config_info":
         snapshot.config.update({k: v for k, v in labels.items() if k != "model_name"})
         return
-    if name.endswith("_created"):
-        _counters_of(snapshot, key).created[name] = value
-        return
-    base = name.removeprefix("trtllm_spec_decode_").removesuffix("_total")
+    created = name.endswith("_created")
+    base = name.removeprefix("trtllm_spec_decode_").removesuffix("_created" if created else "_total")
     counters = _counters_of(snapshot, key)
     position = labels.get("token_position")
+    if created:
+        counter = _trtllm_counter(base, position)
+        if counter is not None:
+            counters.created[counter] = value
+        return
     if base == "num_draft_tokens":
         counters.draft_tokens = value
     elif base == "num_accepted_tokens":
@@ -252,6 +265,27 @@ def _read_trtllm(snapshot: ExpositionSnapshot, name: str, labels: dict[str, str]
         counters.accepted_per_position[int(position)] = value
     elif base == "acceptance_length":
         snapshot.sampled.setdefault(key, {})["mean_acceptance_length"] = value
+
+
+_VLLM_COUNTERS = {  # vLLM's (and llama.cpp's) counter names, without prefix and suffix
+    "num_drafts": "drafts",
+    "num_draft_tokens": "draft_tokens",
+    "num_accepted_tokens": "accepted_tokens",
+    "num_accepted_tokens_per_pos": "accepted_per_position",
+}
+
+
+def _trtllm_counter(base: str, position: str | None) -> CounterId | None:
+    """TensorRT-LLM counts drafts as the drafted tokens at position 0, and positions by label."""
+    if base == "num_draft_tokens":
+        return ("draft_tokens", None)
+    if base == "num_accepted_tokens":
+        return ("accepted_tokens", None)
+    if base == "drafted_tokens" and position == "0":
+        return ("drafts", None)
+    if base == "accepted_tokens" and position is not None and position.isdigit():
+        return ("accepted_per_position", int(position))
+    return None
 
 
 _SGLANG_GAUGES = {
