@@ -33,7 +33,8 @@ _PUBLIC = {
     "SeriesKey": "exporter.records",
     "SpecConfig": "exporter.records",
     "HealthThresholds": "exporter.config",
-    "verdict": "exporter.judge.verdict",
+    "judge": "exporter.judge.verdict",
+    "Verdict": "exporter.judge.verdict",
     "RollingWindow": "exporter.state.window",
     "Totals": "exporter.state.window",
 }

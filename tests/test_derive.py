@@ -5,17 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.config import DEFAULT_COSTS, DraftCost, HealthThresholds
+from exporter.config import DEFAULT_COSTS, DraftCost, HealthThresholds, parse_duration
 from exporter.judge.cost import speedup_curve
 from exporter.judge.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
+from exporter.judge.verdict import as_baseline, judge
 from exporter.parse.timestamps import resolve_log_time
 from exporter.records import Interval, SeriesKey
-from exporter.judge.verdict import verdict
-from exporter.config import parse_duration
 from exporter.state.window import RollingWindow, Totals
 
 KEY = SeriesKey("log", "m", "0", "log")
@@ -95,14 +93,14 @@ DFLASH_BROKEN = [0.11, 0.0] + [0.0] * 13  # stale config.json: L 1.1, position 0
 )
 def test_verdicts(rates, cost, baseline, expected):
     base = derive(totals_for(baseline), per_token(cost)) if baseline else None
-    assert verdict(derive(totals_for(rates), per_token(cost)), base, THRESHOLDS) == expected
+    assert judge(derive(totals_for(rates), per_token(cost)), as_baseline(base), THRESHOLDS).state == expected
 
 
 def test_too_few_drafts_is_no_data_and_floor_gives_degraded():
-    assert verdict(derive(totals_for([0.9], drafts=10), per_token(0.05)), None, THRESHOLDS) == "no_data"
-    assert verdict(None, None, THRESHOLDS) == "no_data"
+    assert judge(derive(totals_for([0.9], drafts=10), per_token(0.05)), None, THRESHOLDS).state == "no_data"
+    assert judge(None, None, THRESHOLDS).state == "no_data"
     floor = HealthThresholds(degraded_min_mean_acceptance_length=2.5)
-    assert verdict(derive(totals_for([0.6, 0.4, 0.2]), per_token(0.0)), None, floor) == "degraded"
+    assert judge(derive(totals_for([0.6, 0.4, 0.2]), per_token(0.0)), None, floor).state == "degraded"
 
 
 def test_durations():

@@ -13,7 +13,7 @@ import pytest
 
 from exporter.intervals.pipeline import pipelines_into
 from exporter.sources.linebuffer import LineBuffer, split_lines
-from exporter.sources.logfile import FILE_REPLACED, FollowedFile
+from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
 from exporter.sources.logsource import LogSource
 from exporter.state.store import Store
 
@@ -36,8 +36,8 @@ def follow():
     """FollowedFile factory that closes every follower after the test."""
     made: list[FollowedFile] = []
 
-    def make(path: Path, *, start_at_end: bool) -> FollowedFile:
-        made.append(FollowedFile(str(path), start_at_end=start_at_end))
+    def make(path: Path, *, start_at_end: bool, resume: FilePosition | None = None) -> FollowedFile:
+        made.append(FollowedFile(str(path), start_at_end=start_at_end, resume=resume))
         return made[-1]
 
     yield make
@@ -100,7 +100,7 @@ def test_copytruncate_reads_again_from_the_start(tmp_path, follow):
     write(log, "c\n")
     assert poll(followed) == ["c"]
     assert followed.counters.truncations == 1
-    assert followed.counters.dropped_partial_bytes == len("half")
+    assert followed.buffer.pending == 0  # the unfinished "half" was dropped with the truncation, never joined to "c"
 
 
 def test_copytruncate_lines_written_before_the_copy_are_read_from_the_copy(tmp_path, follow):
@@ -113,7 +113,7 @@ def test_copytruncate_lines_written_before_the_copy_are_read_from_the_copy(tmp_p
     write(log, "", mode="w")
     write(log, "d\n")
     assert poll(followed) == ["c", "d"]  # the copy gives c; only the unfinished "hal" is dropped
-    assert followed.counters.truncations == 1 and followed.counters.dropped_partial_bytes == len("hal")
+    assert followed.counters.truncations == 1 and followed.buffer.pending == 0
 
 
 def test_copytruncate_is_seen_even_when_the_file_regrew_past_our_offset(tmp_path, follow):
@@ -256,3 +256,16 @@ def test_resume_after_a_truncation_while_stopped_reads_the_copy_then_the_file(tm
     second = FollowedFile(str(log), start_at_end=False, resume=saved)
     assert poll(second) == ["late", FILE_REPLACED, "fresh"]
     second.close()
+
+
+def test_a_position_saved_by_an_older_version_still_resumes(tmp_path, follow):
+    log = tmp_path / "vllm.log"
+    write(log, "a\nb\n")
+    followed = follow(log, start_at_end=False)
+    poll(followed)
+    saved = followed.position().to_json()
+    assert "device" not in saved and "inode" not in saved  # no longer written: nothing read them
+    legacy = {**saved, "device": 2049, "inode": 1234}  # what versions before the stage folders wrote
+    write(log, "c\n")
+    resumed = follow(log, start_at_end=False, resume=FilePosition.from_json(legacy))
+    assert poll(resumed) == ["c"]

@@ -35,7 +35,7 @@ def test_public_api_is_pinned():
             "Derived", "EngineMarker", "HealthThresholds", "Interval", "LogEnvelope", "LogInterpreter", "ParsedSpecLine",
             "RawLine", "Reconstruction", "RollingWindow", "SeriesKey", "SpecConfig", "SpecLineError", "Totals",
             "__version__", "derive", "parse_config_message", "parse_engine_marker", "parse_envelope", "parse_spec_message",
-            "reconstruct", "verdict",
+            "reconstruct", "judge", "Verdict",
         ]
     )
     assert all(hasattr(exporter, name) for name in exporter.__all__)

@@ -87,11 +87,6 @@ def judge(current: Derived | None, baseline: Baseline | None, thresholds: Health
     return Verdict("ok", "all_positions_pay", f"L {length:.2f}{over}, position 0 at {position0 or 0:.0%}; every drafted position pays for itself")
 
 
-def verdict(current: Derived | None, baseline: Baseline | Derived | None, thresholds: HealthThresholds) -> str:
-    """The verdict's state alone (a Derived baseline is taken as a window baseline)."""
-    return judge(current, as_baseline(baseline), thresholds).state
-
-
 def as_baseline(value: Baseline | Derived | None, source: str = "baseline window") -> Baseline | None:
     if value is None or isinstance(value, Baseline):
         return value

@@ -28,7 +28,7 @@ import glob
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
@@ -45,8 +45,6 @@ class FilePosition:
     """Where reading a file stopped: enough to resume it after a restart, even if it was rotated."""
 
     path: str
-    device: int
-    inode: int
     fingerprint: str  # sha256 of the first `fingerprint_length` bytes
     fingerprint_length: int
     offset: int  # at a line boundary: an unfinished last line is read again
@@ -55,6 +53,14 @@ class FilePosition:
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, object]) -> FilePosition:
+        """Read a saved position; keys this version does not know (device and inode, written before
+        0.2) are passed over, so an upgrade resumes where the old version stopped. TypeError if
+        a field is missing."""
+        known = {name: entry[name] for name in cls.__dataclass_fields__ if name in entry}
+        return cls(**known)  # type: ignore[arg-type]
 
 
 def _fingerprint(handle: object, length: int) -> str:
@@ -89,7 +95,6 @@ class FileCounters:
 
     rotations: int = 0
     truncations: int = 0
-    dropped_partial_bytes: int = 0
 
 
 class FollowedFile:
@@ -125,8 +130,7 @@ class FollowedFile:
         committed = self._offset - self.buffer.pending
         length = min(committed, FINGERPRINT_BYTES)
         return FilePosition(
-            self.path, self._identity[0], self._identity[1], _fingerprint(self._file, length), length, committed,
-            self.counters.rotations, self.counters.truncations,
+            self.path, _fingerprint(self._file, length), length, committed, self.counters.rotations, self.counters.truncations
         )
 
     def poll(self) -> Iterator[bytes | _FileReplaced]:
@@ -159,7 +163,7 @@ class FollowedFile:
         elif stat.st_size < self._offset or not self._tail_unchanged():
             self.counters.truncations += 1
             yield from self._finish_copy()
-            self.counters.dropped_partial_bytes += self.buffer.discard()
+            self.buffer.discard()  # the unfinished line was cut off by the truncation: it never ends
             self._seek(0)
             log.info("log file truncated, reading again from its start path=%s", self.path)
         yield from self._drain()

@@ -77,7 +77,7 @@ class LogSource:
         """Resume these files where an earlier run stopped (instead of at their end)."""
         for entry in positions:
             try:
-                position = FilePosition(**entry)  # type: ignore[arg-type]
+                position = FilePosition.from_json(entry)
             except TypeError:
                 continue
             self._restored[position.path] = position
@@ -121,9 +121,8 @@ class LogSource:
             directory = os.path.dirname(os.path.abspath(pattern))
             if not _has_magic(directory):
                 directories.append(directory)
-            for path in self._expand(pattern):
-                # a symlinked file (Kubernetes) is written where it points, not where the link is
-                directories.append(os.path.dirname(os.path.realpath(path)))
+            # a symlinked file (Kubernetes) is written where it points, not where the link is
+            directories.extend(os.path.dirname(os.path.realpath(path)) for path in self._expand(pattern))
         return directories
 
     # --- one pass ----------------------------------------------------------------------------
@@ -139,7 +138,7 @@ class LogSource:
                 if path not in self._files:
                     self._files[path] = self._follow(path, self._plugin_dirs.get(pattern))
         self._first_pass = False
-        for path, (followed, pipeline) in self._files.items():
+        for followed, pipeline in self._files.values():
             for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
                 if item is FILE_REPLACED:
                     pipeline.file_replaced()

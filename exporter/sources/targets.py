@@ -81,7 +81,6 @@ class TargetsFile:
         self.path = path
         self._mtime: float | None = None
         self._targets: list[Target] = []
-        self.errors = 0
         self._events = file_waker([os.path.dirname(os.path.abspath(path))])
         self._events.wake()  # the first call reads the file
 
@@ -100,7 +99,6 @@ class TargetsFile:
             with open(self.path, encoding="utf-8") as handle:
                 targets = parse_targets_file(handle.read(), self.path)
         except (OSError, TargetsError) as error:
-            self.errors += 1
             log.warning("targets file not reloaded, keeping the last good one path=%s error=%s", self.path, error)
             return self._targets
         self._mtime = mtime

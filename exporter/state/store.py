@@ -10,10 +10,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
-from exporter.state.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
+from exporter.state.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
 from exporter.state.window import RollingWindow, Totals
 
 
@@ -183,8 +184,10 @@ class Store:
     def export_averages(self) -> list[dict[str, object]]:
         """The slow averages, for the state dir."""
         with self._lock:
-            live = [{"key": _key_json(s.key), **s.average.to_json()} for s in self._series.values() if s.average.drafts > 0]
-            waiting = [{"key": _key_json(key), **average.to_json()} for key, average in self._restored.items()]
+            live: list[dict[str, object]] = [
+                {"key": _key_json(s.key), **s.average.to_json()} for s in self._series.values() if s.average.drafts > 0
+            ]
+            waiting: list[dict[str, object]] = [{"key": _key_json(key), **average.to_json()} for key, average in self._restored.items()]
             return live + waiting
 
     def import_averages(self, entries: list[dict[str, object]]) -> int:
@@ -220,7 +223,7 @@ class Store:
         """Continue the counters of an earlier run, so Prometheus sees no reset; returns series restored."""
         restored = 0
         with self._lock:
-            for entry in saved.get("series", []):  # type: ignore[union-attr]
+            for entry in _entries(saved, "series"):
                 try:
                     key = SeriesKey(**entry["key"])
                     saved_totals = entry["totals"]
@@ -236,7 +239,7 @@ class Store:
                 series.variants.update(entry.get("variants", {}))
                 self._series[key] = series
                 restored += 1
-            for entry in saved.get("sources", []):  # type: ignore[union-attr]
+            for entry in _entries(saved, "sources"):
                 if not isinstance(entry, dict) or "upstream" not in entry:
                     continue
                 stats = self._sources.setdefault(entry["upstream"], SourceStats(kind=entry.get("kind", "log")))
@@ -254,9 +257,6 @@ class Store:
                 config = self._configs.get(partner, SpecConfig()).merged(config)
         return config
 
-    def config(self, upstream: str) -> SpecConfig:
-        with self._lock:
-            return self._config_of(upstream)
 
 
 def _timeline(series: _Series, now: float, points: int) -> tuple[tuple[float, float], ...]:
@@ -287,3 +287,9 @@ def _key_json(key: SeriesKey) -> dict[str, str]:
 def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:
     engine = int(key.engine) if key.engine.isdigit() else 1 << 30
     return (key.upstream, key.model_name, engine, key.engine, key.source)
+
+
+def _entries(saved: Mapping[str, object], name: str) -> list[Any]:
+    """A list from the saved state, or none (a hand-edited or foreign file must not stop a restart)."""
+    entries = saved.get(name, [])
+    return entries if isinstance(entries, list) else []
