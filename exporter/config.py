@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-
 DEFAULT_PORT = 9847  # chosen outside the ports of the well-known exporters (9100 node, 9090 prometheus, …)
 DEFAULT_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
 DEFAULT_WINDOWS = ("1m", "5m", "1h")
@@ -222,10 +221,7 @@ def parse_duration(text: str) -> float:
     units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
     raw = text.strip()
     try:
-        if raw and raw[-1] in units:
-            value = float(raw[:-1]) * units[raw[-1]]
-        else:
-            value = float(raw)
+        value = float(raw[:-1]) * units[raw[-1]] if raw and raw[-1] in units else float(raw)
     except ValueError:
         raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h)") from None
     if value <= 0:

@@ -66,7 +66,11 @@ WASTED_TOKENS_RATE = _m(
     "wasted_draft_tokens_per_second", "gauge", "Draft tokens rejected per second ((T-A)/seconds) over the window.", *W
 )
 HEALTH = _m(
-    "health", "gauge", "Drafter health verdict (ok, wasteful, degraded, broken, no_data) over the health window against the longest window: 1 for the current state.", *S, "state"
+    "health",
+    "gauge",
+    "Drafter health verdict (ok, wasteful, degraded, broken, no_data) over the health window against the longest window: 1 for the current state.",
+    *S,
+    "state",
 )
 VERDICT_INFO = _m(
     "verdict_info", "info",
@@ -133,7 +137,8 @@ SCRAPE_ERRORS = _m(
     "invalid_values counts series skipped for NaN/Inf/negative or contradictory counters.",
     "upstream", "reason",
 )
-SERVER_RESTARTS = _m("server_restarts", "counter", "Server restarts seen as counter resets or V0 count drops (the interval across each is dropped).", "upstream")
+SERVER_RESTARTS = _m("server_restarts", "counter", "Server restarts seen as counter resets or V0 count drops (the interval across each is dropped).",
+    "upstream")
 TARGET_INFO = _m("target_info", "info", "A scrape target and the labels its targets file gives it.", "upstream", "(labels from the targets file)")
 
 ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec))

@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import CAPTURE
+from helpers import Rendered, running_exporter, value
+
 from exporter.config import DeriveSettings
 from exporter.expose.metrics import MetricsRenderer
 from exporter.intervals.pipeline import LogPipeline
@@ -14,7 +17,6 @@ from exporter.judge.status import snapshot_report
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.state.store import Store
-from helpers import Rendered, running_exporter, value
 
 
 def simulated_report(name: str, seconds: float = 180.0) -> dict:  # type: ignore[type-arg]
@@ -65,6 +67,7 @@ def test_verdict_reason_and_speedup_curve_are_exported():
     assert speedup[0] == 1.0 and max(speedup) == speedup[8]
 
 
+@pytest.mark.slow  # restarts a running sidecar
 def test_baselines_survive_a_restart_with_the_state_dir(tmp_path):
     state = tmp_path / "state"
     log = tmp_path / "vllm.log"

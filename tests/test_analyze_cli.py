@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import CAPTURE
+
+pytestmark = pytest.mark.slow  # the CLI as a process
 
 # The capture README's ground truth (from the run's final /metrics counters).
 GROUND_TRUTH_L = 4.122
@@ -105,7 +106,7 @@ def test_without_paths_the_built_in_sample_is_analysed():
 def test_parse_errors_are_counted_not_fatal(tmp_path):
     log = tmp_path / "mixed.log"
     good = (CAPTURE / "server.log").read_bytes().decode().split("\n")
-    log.write_text("\n".join(good + ["(APIServer pid=1) INFO 12-02 08:20:50 [metrics.py:120] SpecDecoding metrics: Accepted: x tokens"]) + "\n")
+    log.write_text("\n".join([*good, "(APIServer pid=1) INFO 12-02 08:20:50 [metrics.py:120] SpecDecoding metrics: Accepted: x tokens"]) + "\n")
     report = analyze_json(str(log))
     assert report["parse_errors"] == {"bad_value": 1}
     assert report["series"][0]["accepted_tokens"] == 78455

@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the quick benchmark suite
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

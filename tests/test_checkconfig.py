@@ -60,7 +60,7 @@ def test_the_good_pair_is_clean():
 )
 def test_each_fault_is_found(changes, severity, field):
     findings = check(with_changes(GOOD, **changes), TARGET, k=15)
-    assert field in problems(findings, severity), [f for f in findings]
+    assert field in problems(findings, severity), list(findings)
     assert all(f.found and f.expected and f.why for f in findings)
 
 
@@ -106,6 +106,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "exporter", "check-config", *args], capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow  # the CLI as a process
 def test_cli_exit_statuses_and_json(tmp_path):
     assert run(str(CONFIGS / "dflash-good"), "--target", str(CONFIGS / "qwen3.5-35b-a3b")).returncode == 0
     real = run(str(CONFIGS / "dflash-real-case"), "--target", str(CONFIGS / "qwen3.5-35b-a3b"), "--format", "json")

@@ -24,6 +24,8 @@ from exporter.mixin.dashboards import dashboards
 from exporter.mixin.kubernetes import VLLM_LOGGING_CONFIG
 from exporter.parse.envelope import parse_envelope
 
+pytestmark = pytest.mark.slow  # docker-compose, promtool and kubernetes-validate as processes
+
 ROOT = Path(__file__).parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 KUBERNETES = ROOT / "deploy" / "kubernetes"

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+from conftest import CAPTURE
+from helpers import Rendered
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import CAPTURE
-from helpers import Rendered
 from exporter.config import DeriveSettings
-from exporter.expose.metrics import MetricsRenderer
 from exporter.expose.labels import MAX_LABEL_LENGTH, clean
+from exporter.expose.metrics import MetricsRenderer
 from exporter.intervals.pipeline import LogPipeline
-from exporter.records import Interval, SeriesKey
-from exporter.records import SourceStats
+from exporter.records import Interval, SeriesKey, SourceStats
 from exporter.state.store import Store
 
 SGLANG = [

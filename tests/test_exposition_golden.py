@@ -11,8 +11,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import CAPTURE, GOLDEN
 from helpers import running_exporter, value
+
+pytestmark = pytest.mark.slow  # promtool and a running sidecar
 
 EXPECTED = GOLDEN / "e2e-exposition.prom"
 # Series whose values depend on the clock or the machine, not on the data.

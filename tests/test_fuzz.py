@@ -11,15 +11,15 @@ from __future__ import annotations
 import math
 import os
 
+from conftest import CAPTURE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_parse_vllm_log import REFERENCE_LINES
 
-from conftest import CAPTURE
 from exporter.intervals.from_log import LogInterpreter
+from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.parse.exposition import ExpositionError, parse_exposition
 from exporter.records import RawLine
-from exporter.intervals.from_scrape import ScrapeDeltas
-from test_parse_vllm_log import REFERENCE_LINES
 
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -53,7 +53,7 @@ def mutated(draw: st.DrawFn, seeds: list[str]) -> str:
 
 def test_a_negative_printed_throughput_never_makes_a_negative_interval():
     """Found by the long fuzz run: `Accepted throughput: -1.42 tokens/s`."""
-    line = [entry[0] for entry in REFERENCE_LINES if "Accepted throughput: 8.90" in entry[0]][0]
+    line = next(entry[0] for entry in REFERENCE_LINES if "Accepted throughput: 8.90" in entry[0])
     interval = LogInterpreter("x").feed(RawLine("x", line.replace("8.90", "-1.42"), 0.0)).interval
     assert interval is not None and interval.seconds is None
 
@@ -64,7 +64,7 @@ def check_interval(interval) -> None:  # type: ignore[no-untyped-def]
         assert 1 <= interval.drafts <= interval.draft_tokens
         low, high = interval.drafts_range
         assert low <= interval.drafts <= high
-    assert all(0 <= count for count in interval.accepted_per_position)
+    assert all(count >= 0 for count in interval.accepted_per_position)
     assert interval.seconds is None or (math.isfinite(interval.seconds) and interval.seconds >= 0)
 
 

@@ -13,9 +13,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.config import DeriveSettings
-from exporter.report.analyze import AnalyzeOptions, analyze
 from exporter.intervals.from_log import LogInterpreter
 from exporter.records import Interval, RawLine
+from exporter.report.analyze import AnalyzeOptions, analyze
 
 GOLDEN = Path(__file__).parent / "golden"
 CAPTURES = sorted(p.parent for p in GOLDEN.glob("vllm-*/*/server.log"))

@@ -14,8 +14,10 @@ import statistics
 import time
 
 import httpx
-
+import pytest
 from helpers import running_exporter, value
+
+pytestmark = pytest.mark.slow  # 200 HTTP clients against a running sidecar
 
 SECONDS = float(os.environ.get("SPECDECODE_LOAD_SECONDS", "3"))
 CLIENTS = 200

@@ -13,9 +13,10 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from helpers import cli, free_port, running_exporter, running_process, value
 from workload import LogWriter
+
+pytestmark = pytest.mark.slow  # rotation torture and kill -9 against a running sidecar
 
 SECONDS = float(os.environ.get("SPECDECODE_TORTURE_SECONDS", "3"))
 CRASHES = int(os.environ.get("SPECDECODE_CRASHES", "5"))

@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+from helpers import Rendered, running_exporter, value
 
 from exporter.config import DeriveSettings
 from exporter.expose.metrics import MetricsRenderer
@@ -18,7 +19,6 @@ from exporter.plugin.accumulator import StepAccumulator
 from exporter.plugin.records import RecordError, decode, encode
 from exporter.plugin.writer import EngineSlot, RecordWriter
 from exporter.state.store import Store
-from helpers import Rendered, running_exporter, value
 
 # (drafts, draft tokens, accepted, accepted per position, draft tokens per position) of scheduler steps, k = 3
 STEPS = [
@@ -144,6 +144,7 @@ def test_records_become_exact_series_with_the_config_as_info():
     assert rendered.get_sample_value("specdecode_log_parse_errors_total", {"upstream": "/run/plugin", "reason": "unknown_record_version"}) is None
 
 
+@pytest.mark.slow  # a running sidecar
 def test_serve_follows_a_plugin_directory_and_cross_checks_a_log_against_it(tmp_path):
     """Plugin records and a log line of the same server: the log is compared with the exact records."""
     plugin_dir = tmp_path / "plugin"

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import GOLDEN
-from exporter.report.analyze import AnalyzeOptions, analyze
+
 from exporter.config import DeriveSettings
 from exporter.parse.exposition import parse_exposition
+from exporter.report.analyze import AnalyzeOptions, analyze
 
 RUNS = {"ngram-k5-plugin": 5, "draft_model-noisy-k8-plugin": 8}
 

@@ -15,6 +15,10 @@ import subprocess
 import venv
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # builds a CPU venv with the real vLLM and starts it
+
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "tests" / "vllm-cpu-requirements.txt"
 VLLM = "vllm==0.24.0"

@@ -34,7 +34,7 @@ def test_reference_worked_example():
 def test_shortened_drafts_are_not_assumed_to_be_k_long():
     """n-gram: 100 drafts of 3 tokens on average with k = 5 — T/k = 60 must not be taken."""
     counts = [70, 30, 20]  # positions 3 and 4 never accepted
-    mean_length, rates = printed(100, counts + [0, 0])
+    mean_length, rates = printed(100, [*counts, 0, 0])
     result = reconstruct(sum(counts), 300, mean_length, rates)
     assert result is not None
     assert result.drafts_low <= 100 <= result.drafts_high
@@ -60,7 +60,7 @@ def test_inconsistent_numbers_yield_no_reconstruction():
 def test_split_positions_matches_the_accepted_total_within_rounding():
     counts = split_positions((0.615, 0.453, 0.405), 1000, 1473)
     assert sum(counts) == 1473
-    assert all(abs(c - r * 1000) <= 0.5 + 1e-9 for c, r in zip(counts, (0.615, 0.453, 0.405)))
+    assert all(abs(c - r * 1000) <= 0.5 + 1e-9 for c, r in zip(counts, (0.615, 0.453, 0.405), strict=True))
 
 
 @st.composite
@@ -101,6 +101,6 @@ def test_error_bound_holds_for_any_counts(case):
         assert result.drafts == drafts
     # per position: |Â_i − A_i| ≤ 0.0005·(D + D̂) + r_i·|D̂ − D| + 1
     error_d = abs(result.drafts - drafts)
-    for estimate, truth, rate in zip(result.accepted_per_position, counts, rates):
+    for estimate, truth, rate in zip(result.accepted_per_position, counts, rates, strict=True):
         assert abs(estimate - truth) <= 0.0005 * (drafts + result.drafts) + rate * error_d + 1
     assert sum(result.accepted_per_position) == accepted

@@ -6,6 +6,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # promtool over days of series
+
 ROOT = Path(__file__).parent.parent
 RULES = sorted((ROOT / "deploy" / "prometheus").glob("specdecode.*.yml"))
 TESTS = sorted((ROOT / "deploy" / "prometheus" / "tests").glob("*-test.yaml"))

@@ -12,9 +12,12 @@ import json
 import re
 import threading
 
+import pytest
 from conftest import CAPTURE
 from helpers import free_port, running_exporter, value
 from servers import MetricsSequence, hanging, html_page, http_server, huge, status, trickling
+
+pytestmark = pytest.mark.slow  # a running sidecar scraping real HTTP servers
 
 SNAPSHOTS = sorted((CAPTURE / "metrics").glob("*.prom"))
 FINAL = {"drafts": 25132, "draft_tokens": 201056, "accepted": 78455}

@@ -12,8 +12,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import CAPTURE
 from helpers import running_exporter, value
+
+pytestmark = pytest.mark.slow  # a running sidecar following real files
 
 FINAL = {"accepted": 78455, "drafted": 201056, "drafts": 25132}
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import CAPTURE
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import CAPTURE
 from exporter.config import DeriveSettings
-from exporter.parse.exposition import parse_exposition
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.status import snapshot_report
+from exporter.parse.exposition import parse_exposition
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.simulate.vllm_format import access_line
@@ -70,7 +70,7 @@ def test_simulator_lines_have_the_captures_shapes():
     lines.append(access_line(server, "127.0.0.1:33204", "GET", "/metrics", 200))
     kinds = [kind_of(line) for line in lines]
     assert {"spec", "engine", "access", "args", "engine_init"} <= set(kinds)
-    assert all(kind is not None or OTHER.match(line) for kind, line in zip(kinds, lines)), [l for k, l in zip(kinds, lines) if k is None and not OTHER.match(l)]
+    assert all(kind is not None or OTHER.match(line) for kind, line in zip(kinds, lines, strict=True)), [line for k, line in zip(kinds, lines, strict=True) if k is None and not OTHER.match(line)]
 
 
 def families(text: str) -> dict[str, tuple[str, str, frozenset[frozenset[str]]]]:
@@ -114,7 +114,7 @@ def test_log_and_metrics_agree_with_the_ground_truth(name):
             assert series["draft_tokens"] == counts["draft_tokens"]
             low, high = series["drafts_bounds"]
             assert low <= counts["drafts"] <= high
-            for estimate, exact in zip(series["accepted_per_position"], counts["accepted_per_position"]):
+            for estimate, exact in zip(series["accepted_per_position"], counts["accepted_per_position"], strict=True):
                 assert abs(estimate - exact) <= 0.001 * high + (high - low) + series["lines"]
 
 

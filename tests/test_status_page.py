@@ -14,9 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import cli, free_port, running_process
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from helpers import cli, free_port, running_process
+pytestmark = pytest.mark.slow  # headless Chromium against a running demo
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -64,7 +65,7 @@ def test_curve_values_and_the_drop_off_verdict(browser, demo):
     shown = [float(v) for v in bars.evaluate_all("(els) => els.map((e) => e.dataset.value)")]
     entry = next(s for s in status["series"] if s["source"] == "log" and s["window"] == "10s")
     assert len(shown) == len(entry["position_acceptance"])
-    assert all(abs(a - b) < 0.05 for a, b in zip(shown, entry["position_acceptance"]))  # the page may be one refresh behind
+    assert all(abs(a - b) < 0.05 for a, b in zip(shown, entry["position_acceptance"], strict=True))  # the page may be one refresh behind
     assert 0.7 < shown[0] < 0.9
     assert card.locator(".k-marker").get_attribute("data-k") == str(entry["recommended_speculative_tokens"])
     page.screenshot(path=str(ARTIFACTS / "status-page-ok.png"), full_page=True)
@@ -93,7 +94,7 @@ def test_empty_state_and_dark_mode(browser, tmp_path):
 
 
 def test_page_assets_are_served_locally_and_small():
-    root = Path(__file__).parent.parent / "exporter" / "web"
+    root = Path(__file__).parent.parent / "exporter" / "expose" / "web"
     html = (root / "index.html").read_text()
     assert "http://" not in html and "https://" not in html  # no CDN: works offline
     assert sum(p.stat().st_size for p in root.iterdir()) < 32_000

@@ -13,6 +13,7 @@ from exporter.simulate.runner import Simulation
 from exporter.simulate.scenarios import Scenario
 from exporter.simulate.server import SimulatedServer
 
+
 def run_demo(
     scenario: Scenario,
     *,

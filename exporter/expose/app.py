@@ -14,13 +14,13 @@ from typing import Any, Protocol
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from exporter.judge.assess import judged_window
+from exporter import __version__
 from exporter.config import DeriveSettings
-from exporter.expose.metrics import CONTENT_TYPE, VERSION, MetricsRenderer
+from exporter.expose.metrics import CONTENT_TYPE, MetricsRenderer
+from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
+from exporter.judge.assess import judged_window
 from exporter.judge.status import snapshot_report
 from exporter.state.store import Store
-from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
-
 
 TIMELINE_POINTS = 180
 STATIC_FILES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
@@ -52,7 +52,7 @@ def create_app(
             for source in sources:
                 source.stop()
 
-    app = FastAPI(title="specdecode-exporter", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="specdecode-exporter", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.renderer = renderer
 
@@ -97,5 +97,5 @@ def create_app(
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:
     report = snapshot_report(store.snapshot(timeline_points=TIMELINE_POINTS), settings, store.window_seconds, store.pairs)
     report["health_window"] = judged_window(settings, store.window_seconds)
-    report["version"] = VERSION
+    report["version"] = __version__
     return report

@@ -18,23 +18,24 @@ import platform
 import threading
 from collections.abc import Callable, Sequence
 
-from prometheus_client.utils import floatToGoString
+from prometheus_client.utils import floatToGoString as _untyped_float_text
 
-from exporter import __version__ as VERSION
+from exporter import __version__
 from exporter import metric_names as names
-from exporter.config import DeriveSettings
-from exporter.judge.crosscheck import cross_check
-from exporter.judge.assess import assess, judged_window
-from exporter.judge.derive import Derived, derive
+from exporter.config import DeriveSettings, parse_duration
 from exporter.expose.labels import clean
+from exporter.judge.assess import assess, judged_window
+from exporter.judge.crosscheck import cross_check
+from exporter.judge.derive import Derived, derive
+from exporter.judge.verdict import STATES
 from exporter.records import SeriesKey
 from exporter.state.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
-from exporter.judge.verdict import STATES
-from exporter.config import parse_duration
 
 Add = Callable[[names.MetricSpec, list[str], float], None]
 Info = Callable[[names.MetricSpec, dict[str, str]], None]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+floatToGoString: Callable[[float], str] = _untyped_float_text  # prometheus_client's number format; its function is untyped
 
 
 def _escape_label(value: str) -> str:
@@ -109,7 +110,7 @@ class _Lines:
         if spec.labels[:_FIXED] == names.SERIES_LABELS:  # a series' own sample: its labels are templated
             fixed, segments = _series_template(spec, tuple(labels[:_FIXED]))
             line = segments[0]
-            for index, segment in zip(fixed, segments[1:]):
+            for index, segment in zip(fixed, segments[1:], strict=False):
                 line += labels[index] + segment
         else:
             line = spec.sample_name + _label_text(spec.labels, labels) + " "
@@ -151,7 +152,7 @@ class MetricsRenderer:
 
     def _render(self, snapshot: Snapshot) -> str:
         shared = _Lines()
-        shared.info(names.BUILD_INFO, {"version": VERSION, "python_version": platform.python_version()})
+        shared.info(names.BUILD_INFO, {"version": __version__, "python_version": platform.python_version()})
         windows = sorted(self.store.window_seconds, key=parse_duration)
         judged = judged_window(self.settings, self.store.window_seconds)
         stale = stale_upstreams(snapshot, self.settings.stale_after)
@@ -218,7 +219,7 @@ class MetricsRenderer:
                 state = assessment.verdict.state
                 for candidate in STATES:
                     add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
-                info(names.VERDICT_INFO, {**dict(zip(names.SERIES_LABELS, labels)), "state": state, "reason": assessment.verdict.reason})
+                info(names.VERDICT_INFO, {**dict(zip(names.SERIES_LABELS, labels, strict=False)), "state": state, "reason": assessment.verdict.reason})
 
     @staticmethod
     def _config_info(snapshot: Snapshot, info: Callable[[names.MetricSpec, dict[str, str]], None]) -> None:
@@ -280,7 +281,8 @@ _SAMPLED = {
 
 
 def _window_gauges(derived: Derived, w: list[str], add: Add) -> None:
-    add(names.DRAFT_ACCEPTANCE_RATIO, w, derived.draft_acceptance_ratio)
+    if derived.draft_acceptance_ratio is not None:
+        add(names.DRAFT_ACCEPTANCE_RATIO, w, derived.draft_acceptance_ratio)
     if derived.seconds:
         add(names.WASTED_TOKENS_RATE, w, derived.wasted_draft_tokens / derived.seconds)
     if derived.mean_acceptance_length is None:

@@ -86,7 +86,9 @@ def load_web_config(path: str) -> WebConfig:
         version = section.get("min_version", "TLS12")
         if version not in MIN_VERSIONS:
             raise ConfigError(f"tls_server_config.min_version: {version!r} is not one of {sorted(MIN_VERSIONS)}")
-        resolve = (lambda name: str(base / section[name]) if section.get(name) else None)
+        def resolve(name: str) -> str | None:
+            return str(base / section[name]) if section.get(name) else None
+
         tls = TLSConfig(resolve("cert_file"), resolve("key_file"), resolve("client_ca_file"), auth, version)  # type: ignore[arg-type]
     users: dict[str, bytes] = {}
     for user, hashed in (data.get("basic_auth_users") or {}).items():

@@ -17,7 +17,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from exporter.intervals.reconstruct import reconstruct
 from exporter.parse.envelope import parse_envelope
+from exporter.parse.scan import might_matter
+from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
 from exporter.parse.timestamps import parse_rfc3339, resolve_log_time
 from exporter.parse.vllm_log import (
     SPEC_MARKERS,
@@ -30,9 +33,6 @@ from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
 from exporter.plugin.records import VERSION as PLUGIN_RECORD_VERSION
 from exporter.plugin.records import PluginConfig, RecordError
 from exporter.plugin.records import decode as decode_plugin_record
-from exporter.intervals.reconstruct import reconstruct
-from exporter.parse.scan import might_matter
-from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
 from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SampledValues, SeriesKey, SpecConfig
 
 UNKNOWN_MODEL = "unknown"
@@ -103,7 +103,7 @@ class LogInterpreter:
         if config is not None:
             self.config = self.config.merged(config)
             # a server (re)start: V0 counters begin again at zero, so zero is the baseline
-            self._v0_baseline = {pid: None for pid in self._v0_baseline} or {None: None}
+            self._v0_baseline = dict.fromkeys(self._v0_baseline) or {None: None}
             return LineOutcome(config=self.config)
         return _NOTHING
 
@@ -161,6 +161,9 @@ class LogInterpreter:
         return line.read_at
 
     def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine) -> LineOutcome:
+        drafts: int | None
+        k: int | None
+        drafts_range: tuple[int, int] | None
         if parsed.cumulative:
             counts = self._v0_delta(pid, parsed)
             if counts is None:

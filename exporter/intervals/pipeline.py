@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-from exporter.intervals.from_log import ClockMode, LogInterpreter
-from exporter.records import RawLine, RecordSink, SourceStats
-from exporter.parse.scan import LineScanner, might_matter
 from exporter.config import LogFormat
+from exporter.intervals.from_log import ClockMode, LogInterpreter
 from exporter.parse.container import FrameDecoder, FramingError, detect_format
+from exporter.parse.scan import LineScanner, might_matter
+from exporter.records import RawLine, RecordSink, SourceStats
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
 
 

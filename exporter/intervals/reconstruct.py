@@ -98,7 +98,7 @@ def _split(rates: tuple[float, ...], drafts: int, accepted: int, lows: list[int]
     # A rate's rounding interval is centred on r_i·D, so when it holds any integer it holds round(r_i·D)
     counts = [round(rate * drafts) for rate in rates]
     if any(map(int.__lt__, counts, lows)) or any(map(int.__gt__, counts, highs)):  # an interval without one
-        counts = [min(max(count, low), max(low, high)) for count, low, high in zip(counts, lows, highs)]
+        counts = [min(max(count, low), max(low, high)) for count, low, high in zip(counts, lows, highs, strict=True)]
     remainder = accepted - sum(counts)
     if remainder == 0:
         return tuple(counts)
@@ -106,7 +106,7 @@ def _split(rates: tuple[float, ...], drafts: int, accepted: int, lows: list[int]
     # (a heap of (−distance, −i): the largest distance first, the highest position on a tie).
     step = 1 if remainder > 0 else -1
     limit = highs if step > 0 else lows
-    heap = [(-step * (rate * drafts - count), -i) for i, (rate, count) in enumerate(zip(rates, counts)) if counts[i] != limit[i]]
+    heap = [(-step * (rate * drafts - count), -i) for i, (rate, count) in enumerate(zip(rates, counts, strict=True)) if counts[i] != limit[i]]
     heapq.heapify(heap)
     while remainder != 0 and heap:
         distance, negative_i = heapq.heappop(heap)

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.config import DeriveSettings
+from exporter.config import DeriveSettings, parse_duration
 from exporter.judge.derive import Derived, derive
-from exporter.state.store import SeriesSnapshot
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
-from exporter.config import parse_duration
+from exporter.state.store import SeriesSnapshot
 from exporter.state.window import Totals
 
 SHORT_DRAFTS = 0.95  # drafts averaging under this share of k are "shortened"

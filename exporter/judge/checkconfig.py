@@ -168,10 +168,12 @@ def _capture_layers(drafter: ModelFiles, target: ModelFiles | None, dflash: Mapp
     ids = [i - 1 for i in aux] if isinstance(aux, list) and all(isinstance(i, int) for i in aux) else dflash.get("target_layer_ids")
     field = "eagle_aux_hidden_state_layer_ids" if isinstance(aux, list) else "dflash_config.target_layer_ids"
     if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        return [Finding("error", field, _text(ids), "a non-empty list of target layer indices", "they name the target layers whose hidden states the drafter reads")]
+        return [Finding("error", field, _text(ids), "a non-empty list of target layer indices",
+            "they name the target layers whose hidden states the drafter reads")]
     out = []
     if len(set(ids)) != len(ids) or ids != sorted(ids):
-        out.append(Finding("warning", field, _text(ids), "distinct, ascending indices", "duplicates or a shuffled order feed the drafter's fc layer in the wrong order"))
+        out.append(Finding("warning", field, _text(ids), "distinct, ascending indices",
+            "duplicates or a shuffled order feed the drafter's fc layer in the wrong order"))
     layers = _target(target.config, "num_hidden_layers") if target else None
     if isinstance(layers, int):
         outside = [i for i in ids if not 0 <= i < layers]

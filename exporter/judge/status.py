@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from exporter.config import DeriveSettings, parse_duration
 from exporter.judge.assess import assess
-from exporter.config import DeriveSettings
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived
 from exporter.state.store import SeriesSnapshot, Snapshot
-from exporter.config import parse_duration
 from exporter.state.window import Totals
 
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+
 from exporter.config import LogFormat
-
 from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
-
 
 _CRI = re.compile(r"^(\d{4}-\d\d-\d\dT\S+) (stdout|stderr) ([A-Z](?::[A-Z])*) ?(.*)$", re.DOTALL)
 

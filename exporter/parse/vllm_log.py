@@ -43,7 +43,7 @@ def _pairs(body: str) -> dict[str, str]:
     """`Key: value, Key: value` → dict; a value runs to the next key."""
     keys = list(_KEY.finditer(body))
     pairs: dict[str, str] = {}
-    for here, after in zip(keys, keys[1:] + [None]):
+    for here, after in zip(keys, [*keys[1:], None], strict=False):
         end = after.start() if after is not None else len(body)
         pairs.setdefault(here[1], body[here.end() : end].strip().rstrip(",.").strip())
     return pairs

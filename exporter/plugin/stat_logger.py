@@ -95,7 +95,7 @@ def _shared_writer(config: dict[str, Any]) -> RecordWriter | None:
         return _writer
 
 
-class SpecDecodeStatLogger(StatLoggerBase):
+class SpecDecodeStatLogger(StatLoggerBase):  # type: ignore[misc]  # vLLM (and its types) exist only inside vLLM
     """Per-engine: accumulates each step's exact spec-decode counts for the record writer."""
 
     def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:

@@ -15,14 +15,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from tqdm import tqdm
 
-from exporter.config import DeriveSettings
+from exporter.config import DeriveSettings, LogFormat
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.status import snapshot_report
-from exporter.config import LogFormat
 from exporter.state.store import Store
 
 CHUNK = 1 << 20
@@ -51,7 +50,7 @@ def _open(path: str) -> Iterator[tuple[IO[bytes], IO[bytes], int, float]]:
     raw = open(path, "rb")  # noqa: SIM115
     try:
         stat = os.fstat(raw.fileno())
-        reader: IO[bytes] = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+        reader = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if path.endswith(".gz") else raw
         yield reader, raw, stat.st_size, stat.st_mtime
     finally:
         raw.close()

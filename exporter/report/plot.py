@@ -27,7 +27,7 @@ def plot_report(report: dict[str, Any], path: str) -> int:
     if not series:
         raise ValueError("nothing to plot: no series with per-position acceptance")
     figure, axes = plt.subplots(len(series), 1, figsize=(8, 3.2 * len(series)), squeeze=False)
-    for axis, entry in zip(axes[:, 0], series):
+    for axis, entry in zip(axes[:, 0], series, strict=True):
         rates = entry["position_acceptance"]
         conditional = [c if c is not None else 0.0 for c in entry["conditional_acceptance"]]
         positions = list(range(len(rates)))

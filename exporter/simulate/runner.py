@@ -103,7 +103,6 @@ class Simulation:
         self.writer.write(self.server.advance(0.0) if self.server.elapsed == 0 else [])
         self._ticker = threading.Thread(target=self._tick_forever, name="simulator", daemon=True)
         self._ticker.start()
-        self.http.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self._http_thread = threading.Thread(target=self.http.run, name="simulator-http", daemon=True)
         self._http_thread.start()
         deadline = time.monotonic() + 15

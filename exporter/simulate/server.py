@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from dataclasses import dataclass, field
 
 from exporter.simulate import vllm_format
 from exporter.simulate.engine import Counts, Engine

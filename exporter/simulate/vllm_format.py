@@ -9,12 +9,16 @@ for exercising parsers: V1-d, V1-c (with the process prefix of ≈v0.10), V1-b (
 from __future__ import annotations
 
 import time
-from prometheus_client.utils import floatToGoString
+from collections.abc import Callable
 
-from exporter.simulate.engine import Engine, ServerView
+from prometheus_client.utils import floatToGoString as _untyped_float_text
+
+from exporter.simulate.engine import Counts, Engine, ServerView
 
 LOG_FORMATS = ("V1-e", "V1-d", "V1-c", "V1-b", "V0-b")
 SERVER_VERSION = "0.24.0"  # the vLLM the simulator writes as: `version …` line, engine config, /version
+
+floatToGoString: Callable[[float], str] = _untyped_float_text  # prometheus_client's number format; its function is untyped
 
 
 def _stamp(server: ServerView) -> str:
@@ -149,7 +153,7 @@ def _spec_message(server: ServerView, engine: Engine, seconds: float) -> str | N
     return f"{head}Draft acceptance rate: {percent:.1f}%, Accepted: {counts.accepted} tokens, Drafted: {counts.draft_tokens} tokens"
 
 
-_FAMILIES = (
+_FAMILIES: tuple[tuple[str, str, Callable[[Counts], int]], ...] = (
     ("num_drafts", "Number of spec decoding drafts.", lambda c: c.drafts),
     ("num_draft_tokens", "Number of draft tokens.", lambda c: c.draft_tokens),
     ("num_accepted_tokens", "Number of accepted tokens.", lambda c: c.accepted),

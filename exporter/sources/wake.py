@@ -117,14 +117,14 @@ class InotifyWaker:
         self._inotify_fd = self._inotify.fileno()
         self._poller.register(self._inotify_fd, select.POLLIN)
         self._poller.register(self._wake_read, select.POLLIN)
-        self._closed = False
+        self._closed = threading.Event()
 
     def wait(self, timeout: float) -> bool:
         """Block until an event, wake() or `timeout`; True if woken. wait(0) only asks."""
-        if self._closed:
+        if self._closed.is_set():
             return True
         ready = {fd for fd, _ in self._poller.poll(max(0.0, timeout) * 1000)}
-        if self._closed:  # closed while we waited
+        if self._closed.is_set():  # closed while we waited
             return True
         if not ready:
             return False
@@ -153,10 +153,10 @@ class InotifyWaker:
             pass  # already pending, or closed
 
     def close(self) -> None:
-        if self._closed:
+        if self._closed.is_set():
             return
         self.wake()
-        self._closed = True
+        self._closed.set()
         self._inotify.close()
 
 

@@ -1,0 +1,68 @@
+"""Options shared by the commands: every flag has a SPECDECODE_* environment variable, shown in --help."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from exporter.config import LOG_FORMATS, parse_duration
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _env(name: str) -> str:
+    return "SPECDECODE_" + name.upper().replace("-", "_")
+
+
+def option(*decls: str, **kwargs: Any) -> Callable[[F], F]:
+    """click.option with the SPECDECODE_* env var named after the long flag (or `envvar=`), shown in --help."""
+    long_name = next(d for d in decls if d.startswith("--")).split("/")[0][2:]
+    kwargs.setdefault("envvar", _env(long_name))
+    return click.option(*decls, show_envvar=True, **kwargs)
+
+
+# SPECDECODE_LOG_FORMAT once set both the readers' container framing and the simulator's output
+# layout. Each now has its own variable; the old one is still read where its value says which it
+# meant (the two sets of values do not overlap).
+LEGACY_LOG_FORMAT_ENV = "SPECDECODE_LOG_FORMAT"
+INPUT_FORMAT_ENV = "SPECDECODE_LOG_INPUT_FORMAT"
+SIM_LAYOUT_ENV = "SPECDECODE_SIM_LOG_LAYOUT"
+
+
+def legacy_log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    old = os.environ.get(LEGACY_LOG_FORMAT_ENV)
+    if old is None or ctx.get_parameter_source(param.name or "") is not ParameterSource.DEFAULT:
+        return value
+    choices = param.type.choices if isinstance(param.type, click.Choice) else ()
+    if old in choices:
+        log.warning("%s is deprecated: set %s instead", LEGACY_LOG_FORMAT_ENV, param.envvar)
+        return old
+    log.warning("%s=%r ignored by %s: not one of %s", LEGACY_LOG_FORMAT_ENV, old, ctx.info_name, ", ".join(map(str, choices)))
+    return value
+
+
+def derive_options(func: F) -> F:
+    """Options shared by `serve` and `analyze`: how numbers are judged."""
+    func = option("--config", "config_path", type=click.Path(dir_okay=False),
+        help="TOML file with [health] thresholds and [draft_cost] per drafter method or model.")(func)
+    func = option("--draft-token-cost", type=click.FloatRange(min=0.0),
+        help="Cost of one draft token relative to one target step, for every series (replaces per_token of the cost model).")(func)
+    func = option("--model-name", help="model_name label to use instead of the served model name found in the log.")(func)
+    func = option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, envvar=INPUT_FORMAT_ENV, callback=legacy_log_format,
+        help="Container framing of the log: docker json-file, Kubernetes CRI, plain, or detect per file.")(func)
+    return func
+
+
+def parse_windows(values: tuple[str, ...]) -> dict[str, float]:
+    names = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    try:
+        return {name: parse_duration(name) for name in names}
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--window") from None
