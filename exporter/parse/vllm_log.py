@@ -262,7 +262,8 @@ def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
         fields: dict[str, Any] = {}
         for key, raw in _REPR_FIELD.findall(spec_match["body"]):
             raw = raw.strip()
-            fields[key] = raw[1:-1] if raw.startswith("'") else (int(raw) if raw.isdigit() else raw)
+            # a bare None is Python's repr of "not set" (ngram has no draft model), never a name
+            fields[key] = raw[1:-1] if raw.startswith("'") else (int(raw) if raw.isdigit() else None if raw == "None" else raw)
         # V0 printed draft_model=… instead of method/model
         if "draft_model" in fields and "model" not in fields:
             fields["model"] = fields["draft_model"]
