@@ -272,8 +272,10 @@ def s026_dp2(root: Path) -> None:
     w.vllm(t_at(0), "APIServer", api, "api_utils.py", 273, "non-default args: %s", {
         "model_tag": model, "model": model, "data_parallel_size": 2,
         "enable_logging_iteration_details": True,
+        # 0.26+ converts hyphens only when building SpeculativeConfig (arg_utils.py:1768),
+        # so non-default args shows the user's own spelling
         "speculative_config": {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
-                               "num_speculative_tokens": k}})
+                               "num-speculative-tokens": k}})
     spec = spec_repr("eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", k)
     for dp, pid in ((0, 4201), (1, 4202)):
         w.vllm(t_at(9 + dp), f"EngineCore_DP{dp}", pid, "core.py", 116,
@@ -486,12 +488,14 @@ def plain_run(root, v, scenario, lay, method, draft, k, nondefault, lines, kv_li
 
 
 def s024(root):
-    plain_run(root, "0.24.0", "prefix-hyphen-keys-draft_model-k4",
+    # 0.24 passes the --speculative-config dict to SpeculativeConfig as is (arg_utils.py:1733):
+    # hyphenated keys are accepted only from 0.26 (arg_utils.py:1768), so none here.
+    plain_run(root, "0.24.0", "env-prefix-after-process-draft_model-k4",
               Layout("0.24.0", prefix_in_format=False, env_prefix="[pod-a] "),
               "draft_model", "meta-llama/Llama-3.2-1B-Instruct", 4,
               {"speculative_config": {"method": "draft_model",
                                       "model": "meta-llama/Llama-3.2-1B-Instruct",
-                                      "num-speculative-tokens": 4}},
+                                      "num_speculative_tokens": 4}},
               ("api_utils.py", 339, 273, 114, 273),
               [(2146, "GPU KV cache size: %s tokens", ("1,805,632",)),
                (2147, "Maximum concurrency for %s tokens per request: %.2fx", ("8,192", 220.41))],
