@@ -27,8 +27,12 @@ from servers import Webhook, http_server
 
 FAST = MixinConfig(
     rate_window="15s",
-    baseline_window="30s",
-    baseline_offset="30s",
+    reference_pool="1m",
+    reference_hold="10m",
+    reference_settle="10s",
+    config_change_guard="5s",
+    reference_interval="1s",
+    keep_firing_for="3s",
     evaluation_interval="1s",
     for_short="3s",
     for_medium="3s",
