@@ -46,19 +46,19 @@ def test_every_alert_has_a_firing_and_a_quiet_case():
     assert {name: kinds for name, kinds in cases.items() if kinds != {"fires", "quiet"}} == {}
 
 
-def test_every_alert_has_a_runbook_section_with_meaning_confirmation_and_checks():
+def test_every_alert_has_a_runbook_section_with_meaning_confirmation_checks_and_cost():
     import re
 
     import yaml
 
     runbook = (ROOT / "docs" / "runbook.md").read_text()
-    sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", runbook, re.S | re.M))
+    sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", runbook, re.DOTALL | re.MULTILINE))
     for group in yaml.safe_load((ROOT / "deploy/prometheus/specdecode.alerts.yml").read_text())["groups"]:
         for rule in group["rules"]:
             name = rule["alert"]
             assert name in sections, f"no runbook section for {name}"
             assert rule["annotations"]["runbook_url"] == f"docs/runbook.md#{name.lower()}"
-            assert all(part in sections[name] for part in ("**Means:**", "**Confirm:**", "**Check, in order:**")), name
+            assert all(part in sections[name] for part in ("**Means:**", "**Confirm:**", "**Check, in order:**", "**Cost:**")), name
             assert {"severity"} <= set(rule["labels"]) and {"summary", "description"} <= set(rule["annotations"])
 
 

@@ -18,9 +18,20 @@ from typing import Any
 
 import pytest
 import yaml
+from rule_series import (
+    DEGRADED_K15,
+    HEALTHY_K15,
+    MINUTES_PER_HOUR,
+    Phase,
+    clock,
+    gauge_values,
+    hours,
+    realistic_noise,
+    rules_for,
+    vllm_series,
+)
 
 from exporter import metric_names as names
-from rule_series import DEGRADED_K15, HEALTHY_K15, MINUTES_PER_HOUR, Phase, clock, gauge_values, hours, realistic_noise, rules_for, vllm_series
 
 ROOT = Path(__file__).parent.parent
 RULE_FILES = [str(ROOT / "deploy/prometheus/specdecode.rules.yml"), str(ROOT / "deploy/prometheus/specdecode.alerts.yml")]

@@ -2,7 +2,8 @@
 
 Naming follows `level:metric:operations`. Levels: `instance_model_engine` (job, instance,
 model_name, engine), `upstream_model_engine` (the sidecar's series: + upstream, source), `model`,
-`model_k` (model_name and num_speculative_tokens), with `_position` when split by position.
+`model_k` (model_name and num_speculative_tokens), `instance_model_engine_k` (a server's labels and
+its k: the long-memory reference, mixin/reference.py), with `_position` when split by position.
 Convention for vLLM's colon names: the `vllm:` prefix becomes `vllm_` inside the metric part, since
 colons separate the parts of a recording rule's name — `vllm:spec_decode_num_drafts_total` rated
 over 5m is `instance_model_engine:vllm_spec_decode_drafts:rate5m`.
