@@ -25,6 +25,7 @@ from rule_series import (
     Phase,
     clock,
     gauge_values,
+    geometric_rates,
     hours,
     realistic_noise,
     rules_for,
@@ -121,20 +122,25 @@ def healthy() -> dict[str, Any]:
 
 
 def k_change() -> dict[str, Any]:
-    """k 15 → 3 with another drafter (49% lower L): a new reference, no alert; then a real drop of k = 3 alerts."""
+    """Position series stop (a: k 15 → 3, another drafter, 49% lower L) or appear (b: k 4 → 8, 50% lower L):
+    a new reference and no alert; then a real drop of the new k = 3 alerts against the new reference."""
     phases = [
-        Phase(120, 100, HEALTHY_K15),
-        Phase(26 * MINUTES_PER_HOUR, 100, NGRAM_K3),
+        Phase(120, 100, HEALTHY_K15, restart=True),
+        Phase(26 * MINUTES_PER_HOUR, 100, NGRAM_K3, restart=True),
         Phase(3 * MINUTES_PER_HOUR, 100, tuple(r * 0.6 for r in NGRAM_K3)),
     ]
+    wider = [Phase(120, 100, (0.9, 0.8, 0.7, 0.6)), Phase(29 * MINUTES_PER_HOUR, 100, geometric_rates(0.6, 1.5, 8), restart=True)]
     key = 'engine="0", instance="a:8000", job="vllm", model_name="m"'
     return {
         "name": "a change of k starts a new reference and never alerts; the previous reference stays visible",
-        "input_series": vllm_series(server("a:8000"), phases),
+        "input_series": vllm_series(server("a:8000"), phases) + vllm_series(server("b:8000"), wider),
         "promql_expr_test": [
             never(DROPPED, 28),
+            never(DROPPED, 31, 'instance="b:8000"'),
             near(f'{REFERENCE}{{num_speculative_tokens="3"}}', 1.82, f'{{{key}, num_speculative_tokens="3"}}', 27),
             near(f'{REFERENCE}{{num_speculative_tokens="15"}}', 2.62, f'{{{key}, num_speculative_tokens="15"}}', 27),
+            near(f'{REFERENCE}{{instance="b:8000", num_speculative_tokens="8"}}', 2.5,
+                 '{engine="0", instance="b:8000", job="vllm", model_name="m", num_speculative_tokens="8"}', 27),
         ],
         "alert_rule_test": [
             {"eval_time": hours(at), "alertname": DROPPED, "exp_alerts": []} for at in (2.25, 3.5, 14, 27)
