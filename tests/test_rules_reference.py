@@ -6,13 +6,15 @@ records it reads (same expressions). The scenarios run as parallel promtool proc
 
 Check times are the issue's: 1 h, 12 h, 26 h, 50 h and 74 h after the drop began (the drop begins
 at 2 h). Beyond single instants, `count_over_time(ALERTS{…}[…])` proves an alert fired at every
-evaluation of a span (firing throughout) or never even went pending (quiet throughout).
+evaluation of a span (firing throughout) or never even went pending (quiet throughout). The end of
+the hold is shown with the same generator at hours-for-days scale.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,9 @@ from rule_series import (
 )
 
 from exporter import metric_names as names
+from exporter.mixin.alerts import alert_groups
+from exporter.mixin.config import DEFAULT, MixinConfig
+from exporter.mixin.rules import recording_rule_groups
 
 ROOT = Path(__file__).parent.parent
 RULE_FILES = [str(ROOT / "deploy/prometheus/specdecode.rules.yml"), str(ROOT / "deploy/prometheus/specdecode.alerts.yml")]
@@ -204,8 +209,39 @@ def sidecar() -> dict[str, Any]:
     }
 
 
+# The same generator with hours for days (a 1h pool, a 7h hold): what happens when the hold ends is
+# the same at any scale, and 7 days of one-minute steps would take promtool minutes.
+HOURS_FOR_DAYS = replace(DEFAULT, reference_pool="1h", reference_hold="7h", reference_settle="10m")
+
+
+def hold() -> dict[str, Any]:
+    """A drop fires for the whole hold, then resolves: the lower level is the new normal (hold 7h here)."""
+    phases = [Phase(120, 100, HEALTHY_K15), Phase(10 * MINUTES_PER_HOUR, 100, DEGRADED_K15)]
+    return {
+        "name": "a drop alerts for the whole hold, then it is the new reference",
+        "input_series": vllm_series(server("a:8000"), phases),
+        "promql_expr_test": [
+            firing_throughout(DROPPED, "a:8000", DROP_AT + 0.25, DROP_AT + 7),
+            never(DROPPED, 2),
+            {"expr": f'count_over_time(ALERTS{{alertname="{DROPPED}"}}[2h])', "eval_time": hours(12), "exp_samples": []},
+            near(REFERENCE, 1.97, '{engine="0", instance="a:8000", job="vllm", model_name="m", num_speculative_tokens="15"}', 12),
+        ],
+    }
+
+
 SCENARIOS = {"drop": (drop, DROPPED), "restart": (restart, DROPPED), "healthy": (healthy, DROPPED),
-             "k-change": (k_change, DROPPED), "lull": (lull, DROPPED), "sidecar": (sidecar, BELOW)}
+             "k-change": (k_change, DROPPED), "lull": (lull, DROPPED), "sidecar": (sidecar, BELOW), "hold": (hold, DROPPED)}
+CONFIGS = {"hold": HOURS_FOR_DAYS}
+
+
+def _render(config: MixinConfig, directory: Path) -> list[str]:
+    """The rule files the build writes, rendered from another config."""
+    paths = []
+    for name, groups in (("rules", recording_rule_groups(config)), ("alerts", alert_groups(config))):
+        path = directory / f"rendered.{name}.yml"
+        path.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False, width=1 << 20))
+        paths.append(str(path))
+    return paths
 
 
 @pytest.fixture(scope="module")
@@ -215,13 +251,18 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Co
     tmp = tmp_path_factory.mktemp("promtool")
     running = {}
     for name, (build, alert) in SCENARIOS.items():
-        (tmp / f"{name}.rules.yml").write_text(yaml.safe_dump(rules_for({alert}, RULE_FILES), sort_keys=False, width=1 << 20))
+        rule_files = _render(CONFIGS[name], tmp_path_factory.mktemp(name)) if name in CONFIGS else RULE_FILES
+        (tmp / f"{name}.rules.yml").write_text(yaml.safe_dump(rules_for({alert}, rule_files), sort_keys=False, width=1 << 20))
         scenario = build()
         scenario["input_series"].append(clock(round((CHECKS[-1] + 1) * MINUTES_PER_HOUR)))
         test = {"rule_files": [f"{name}.rules.yml"], "evaluation_interval": "1m", "tests": [{"interval": "1m", **scenario}]}
         (tmp / f"{name}-test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=1 << 20))
         running[name] = subprocess.Popen([tool, "test", "rules", f"{name}-test.yaml"], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return {name: subprocess.CompletedProcess(p.args, p.wait(timeout=600), p.communicate()[0], "") for name, p in running.items()}
+    done = {}
+    for name, process in running.items():
+        output, _ = process.communicate(timeout=600)  # reads while waiting: a long failure report never blocks the pipe
+        done[name] = subprocess.CompletedProcess(process.args, process.returncode, output, "")
+    return done
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
