@@ -72,6 +72,15 @@ HEALTH = _m(
     *S,
     "state",
 )
+HEALTH_SINCE = _m(
+    "health_since_timestamp_seconds", "gauge",
+    "Unix time (UTC) the series' current health state began (labels as specdecode_health).", *S, "state",
+)
+REFERENCE_MEAN_ACCEPTANCE_LENGTH = _m(
+    "reference_mean_acceptance_length", "gauge",
+    "Mean acceptance length of the series' reference: pooled over a long healthy span of its speculative config, frozen while degraded or broken.",
+    *S,
+)
 VERDICT_INFO = _m(
     "verdict_info", "info",
     "Why the health verdict is what it is: a stable reason code (the sentence with the numbers is in /api/v1/status).",
@@ -141,7 +150,18 @@ SERVER_RESTARTS = _m("server_restarts", "counter", "Server restarts seen as coun
     "upstream")
 TARGET_INFO = _m("target_info", "info", "A scrape target and the labels its targets file gives it.", "upstream", "(labels from the targets file)")
 
-ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec))
+# Read, not exported: vLLM's own V1 families (reference/telemetry-formats.md §3.2), so the mixin's
+# rules and dashboards take their names from here too. Kept out of ALL, which lists what we export.
+VLLM_DRAFTS = MetricSpec("vllm:spec_decode_num_drafts", "counter", "Number of spec decoding drafts.", ("model_name", "engine"))
+VLLM_DRAFT_TOKENS = MetricSpec("vllm:spec_decode_num_draft_tokens", "counter", "Number of draft tokens.", ("model_name", "engine"))
+VLLM_ACCEPTED_TOKENS = MetricSpec("vllm:spec_decode_num_accepted_tokens", "counter", "Number of accepted tokens.", ("model_name", "engine"))
+VLLM_ACCEPTED_PER_POSITION = MetricSpec(
+    "vllm:spec_decode_num_accepted_tokens_per_pos", "counter", "Accepted tokens per draft position.", ("model_name", "engine", "position")
+)
+VLLM_GENERATION_TOKENS = MetricSpec("vllm:generation_tokens", "counter", "Number of generation tokens processed.", ("model_name", "engine"))
+
+ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec) and v.name.startswith(PREFIX))
+VLLM: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec) and v.name.startswith("vllm:"))
 
 
 def markdown_table() -> str:

@@ -18,10 +18,7 @@ RECORDED = {
     for group in yaml.safe_load((ROOT / "deploy/prometheus/specdecode.rules.yml").read_text())["groups"]
     for rule in group["rules"]
 }
-VLLM_FAMILIES = {
-    "vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total", "vllm:generation_tokens_total",
-}
+VLLM_FAMILIES = {spec.sample_name for spec in metric_names.VLLM}
 KNOWN = RECORDED | VLLM_FAMILIES | {spec.sample_name for spec in metric_names.ALL} | {"ALERTS"}
 PROMQL_WORDS = {"sum", "by", "count", "rate", "max", "min", "on", "ignoring", "group_left", "label_replace", "increase", "offset", "and", "or", "unless"}
 

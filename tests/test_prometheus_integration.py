@@ -29,8 +29,12 @@ pytestmark = pytest.mark.slow  # a real Prometheus, Alertmanager and simulators
 
 FAST = MixinConfig(
     rate_window="15s",
-    baseline_window="30s",
-    baseline_offset="30s",
+    reference_pool="1m",
+    reference_hold="10m",
+    reference_settle="10s",
+    config_change_guard="5s",
+    reference_interval="1s",
+    keep_firing_for="3s",
     evaluation_interval="1s",
     for_short="3s",
     for_medium="3s",
@@ -115,7 +119,9 @@ def test_broken_and_drop_off_fire_and_alertmanager_delivers(stack):
     (notice,) = [a for a in stack["webhook"].alerts() if a["labels"]["alertname"] == "SpecDecodeAcceptanceDropped"][:1]
     assert notice["labels"]["severity"] == "warning"
     assert notice["annotations"]["runbook_url"].endswith("#specdecodeacceptancedropped")
-    assert "fell to" in notice["annotations"]["description"]
+    # the description's template queried the reference of the alert's own config
+    assert re.match(r"Mean acceptance length is \d\.\d\d against \d\.\d\d for this config \(k=\d+\)", notice["annotations"]["description"])
+    assert notice["labels"]["num_speculative_tokens"].isdigit()
 
 
 def test_healthy_fires_only_the_wasted_positions_alert(stack):

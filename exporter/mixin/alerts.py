@@ -1,14 +1,17 @@
 """Alert rules. Acceptance alerts read the raw-vLLM recording rules (they work with no sidecar);
-source health, staleness and disagreement read the sidecar's own metrics. Every acceptance alert
-carries a traffic floor, so an idle server never alerts; runbook links are added in one pass.
+source health, staleness, disagreement and the sidecar-fed drop read the sidecar's own metrics.
+Every acceptance alert carries a traffic floor, so an idle server never alerts; runbook links are
+added in one pass. Metric names come from the catalogue (exporter/metric_names.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
-from exporter.mixin.rules import rule_names, vllm_counters
+from exporter.mixin.reference import K_LABEL, keyed_by, reference_names
+from exporter.mixin.rules import rule_names, selector, sidecar_counters, vllm_counters
 
 SERVER = "{{ $labels.instance }} ({{ $labels.model_name }}, engine {{ $labels.engine }})"
 
@@ -18,22 +21,73 @@ def anchor(alert: str) -> str:
     return alert.lower()
 
 
-def _alert(name: str, expr: str, duration: str, severity: str, summary: str, description: str) -> dict[str, Any]:
-    return {
-        "alert": name,
-        "expr": expr,
-        "for": duration,
-        "labels": {"severity": severity},
-        "annotations": {"summary": summary, "description": description},
-    }
+def _alert(
+    name: str, expr: str, duration: str, severity: str, summary: str, description: str, keep_firing_for: str | None = None
+) -> dict[str, Any]:
+    alert: dict[str, Any] = {"alert": name, "expr": expr, "for": duration}
+    if keep_firing_for:  # Prometheus >= 2.42
+        alert["keep_firing_for"] = keep_firing_for
+    alert["labels"] = {"severity": severity}
+    alert["annotations"] = {"summary": summary, "description": description}
+    return alert
+
+
+def _first_value(query_format: str, labels: tuple[str, ...], fmt: str) -> str:
+    """A template that queries one value by the alert's own labels, and prints nothing if absent."""
+    matchers = ", ".join(f"{label}=%q" for label in labels)
+    args = " ".join(f"$labels.{label}" for label in labels)
+    query = query_format.replace("MATCHERS", matchers)
+    return f"{{{{ with printf `{query}` {args} | query }}}}{fmt}{{{{ end }}}}"
+
+
+def _drop_alerts(config: MixinConfig, traffic: str) -> list[dict[str, Any]]:
+    """The two long-memory drop alerts: raw vLLM counters against their reference, and the sidecar's window
+    against the sidecar's frozen reference."""
+    keep = 1 - config.relative_drop
+    r = reference_names(config, vllm_counters(config))
+    key = keyed_by(vllm_counters(config))
+    reference = _first_value(r["reference"] + "{MATCHERS}", key, '{{ . | first | value | printf "%.2f" }}')
+    side = sidecar_counters(config)
+    judged = names.MEAN_ACCEPTANCE_LENGTH.name + selector(config.sidecar_selector, f'window="{config.sidecar_judged_window}"')
+    frozen = names.REFERENCE_MEAN_ACCEPTANCE_LENGTH.name + selector(config.sidecar_selector)
+    series = ("job", "instance", *names.SERIES_LABELS)
+    side_reference = _first_value(names.REFERENCE_MEAN_ACCEPTANCE_LENGTH.name + "{MATCHERS}", series, '{{ . | first | value | printf "%.2f" }}')
+    since = _first_value(
+        f"{names.HEALTH_SINCE.name}{{MATCHERS}} and on({', '.join(series)}, state) {names.HEALTH.name} == 1",
+        series,
+        '; its verdict has been {{ . | first | label "state" }} since {{ . | first | value | humanizeTimestamp }}',
+    )
+    side_traffic = f"on({', '.join(series)}) {rule_names(side, config)['drafts']} > {config.min_drafts_per_second}"
+    return [
+        _alert(
+            "SpecDecodeAcceptanceDropped",
+            f"{r['mean_acceptance_length']} < 1 + {keep:g} * ({r['reference']} - 1) and {traffic}",
+            config.for_medium,
+            "warning",
+            f"Speculative decoding acceptance dropped on {SERVER}",
+            f"Mean acceptance length is {{{{ $value | printf \"%.2f\" }}}} against {reference} for this config "
+            f"(k={{{{ $labels.{K_LABEL} }}}}): more than {config.relative_drop:.0%} fewer accepted tokens per step than its best "
+            f"{config.reference_pool} within {config.reference_hold}.",
+            config.keep_firing_for,
+        ),
+        _alert(
+            "SpecDecodeAcceptanceBelowReference",
+            f"{judged} < ignoring(window) (1 + {keep:g} * ({frozen} - 1)) and {side_traffic}",
+            config.for_medium,
+            "warning",
+            "Acceptance on {{ $labels.upstream }} ({{ $labels.model_name }}, engine {{ $labels.engine }}) is below the sidecar's reference",
+            f"The sidecar's {config.sidecar_judged_window} mean acceptance length is {{{{ $value | printf \"%.2f\" }}}} against "
+            f"its frozen reference {side_reference}: more than {config.relative_drop:.0%} fewer accepted tokens per step{since}.",
+            config.keep_firing_for,
+        ),
+    ]
 
 
 def alerts(config: MixinConfig) -> list[dict[str, Any]]:
     v = rule_names(vllm_counters(config), config)
     by = ", ".join(vllm_counters(config).by)
     traffic = f"on({by}) {v['drafts']} > {config.min_drafts_per_second}"
-    side_sel = config.sidecar_selector
-    side = (lambda extra: "{" + ", ".join(p for p in (side_sel, extra) if p) + "}")
+    side = (lambda extra: selector(config.sidecar_selector, extra))
     metrics_source = side('source="metrics"')
     disagreement = side(f'quantity="mean_acceptance_length", window="{config.disagreement_window}"')
     listing = [
@@ -46,15 +100,7 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
             f"Mean acceptance length has been {{{{ $value | printf \"%.2f\" }}}} tokens per step over {config.rate_window} "
             f"(floor {config.acceptance_length_floor}): most drafted tokens are rejected.",
         ),
-        _alert(
-            "SpecDecodeAcceptanceDropped",
-            f"{v['mean_acceptance_length']} < 1 + {1 - config.relative_drop:g} * ({v['baseline_mean_acceptance_length']} - 1) and {traffic}",
-            config.for_medium,
-            "warning",
-            f"Speculative decoding acceptance dropped on {SERVER}",
-            f"Mean acceptance length fell to {{{{ $value | printf \"%.2f\" }}}}: more than {config.relative_drop:.0%} fewer "
-            f"accepted tokens per step than over the {config.baseline_window} that ended {config.baseline_offset} ago.",
-        ),
+        *_drop_alerts(config, traffic),
         _alert(
             "SpecDecodePositionZeroCollapse",
             f'{v["position_acceptance"]}{{position="0"}} <= {config.collapse_position0}'
@@ -76,7 +122,7 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
         ),
         _alert(
             "SpecDecodeDataAbsent",
-            f"sum by (job, instance, model_name) (rate(vllm:generation_tokens_total{_sel(config.vllm_selector)}[{config.rate_window}])) > 0"
+            f"sum by (job, instance, model_name) (rate({names.VLLM_GENERATION_TOKENS.sample_name}{selector(config.vllm_selector)}[{config.rate_window}])) > 0"
             f" unless on(job, instance, model_name) "
             f"sum by (job, instance, model_name) (rate({vllm_counters(config).draft_tokens}[{config.rate_window}])) > 0",
             config.for_medium,
@@ -87,17 +133,17 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
         ),
         _alert(
             "SpecDecodeSidecarSourceDown",
-            f"specdecode_source_up{side('')} == 0",
+            f"{names.SOURCE_UP.name}{side('')} == 0",
             config.for_short,
             "warning",
             "specdecode-exporter cannot read {{ $labels.upstream }}",
             "The sidecar's {{ $labels.source }} source {{ $labels.upstream }} is down: a missing log file or a target that "
-            "refuses, times out or returns garbage (see specdecode_scrape_errors_total). Its acceptance numbers are not current.",
+            f"refuses, times out or returns garbage (see {names.SCRAPE_ERRORS.sample_name}). Its acceptance numbers are not current.",
         ),
         _alert(
             "SpecDecodeLogStale",
-            f"(time() - specdecode_last_spec_line_timestamp_seconds{side('')}) > {_seconds(config.log_stale)}"
-            f" and on(job, instance) sum by (job, instance) (rate(specdecode_drafts_total{metrics_source}[{config.rate_window}])) > 0",
+            f"(time() - {names.LAST_SPEC_LINE.name}{side('')}) > {_seconds(config.log_stale)}"
+            f" and on(job, instance) sum by (job, instance) (rate({names.DRAFTS.sample_name}{metrics_source}[{config.rate_window}])) > 0",
             config.for_short,
             "warning",
             "No spec-decode log line from {{ $labels.upstream }} although the server drafts",
@@ -107,7 +153,7 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
         ),
         _alert(
             "SpecDecodeSourcesDisagree",
-            f"specdecode_source_disagreement_ratio{disagreement} > {config.disagreement}",
+            f"{names.DISAGREEMENT.name}{disagreement} > {config.disagreement}",
             config.for_medium,
             "warning",
             "Log and /metrics disagree on acceptance for {{ $labels.model_name }} on {{ $labels.upstream }}",
@@ -119,10 +165,6 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
     for alert in listing:
         alert["annotations"]["runbook_url"] = f"{config.runbook_url}#{anchor(alert['alert'])}"
     return listing
-
-
-def _sel(selector: str) -> str:
-    return "{" + selector + "}" if selector else ""
 
 
 def _seconds(duration: str) -> int:

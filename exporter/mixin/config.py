@@ -17,10 +17,29 @@ class MixinConfig:
     # Rate window of the recording rules: long enough to hold several of vLLM's 10 s log intervals
     # and several scrapes, short enough that a drop-off shows within minutes.
     rate_window: str = "5m"
-    # The drop-off alert compares the last rate window against the series' own earlier baseline:
-    # acceptance over `baseline_window`, ending `baseline_offset` ago (so the drop is not in it).
-    baseline_window: str = "1h"
-    baseline_offset: str = "15m"
+    # Labels (beyond job, instance, model_name, engine) that tell one speculative config from another
+    # on raw vLLM series, e.g. a target label `drafter` set from a pod label. vLLM's /metrics names
+    # only k (the number of position series); a method or drafter change is invisible without this.
+    vllm_config_labels: tuple[str, ...] = ()
+    # The drop-off alert compares the current level of each (server, k) with its reference: the best
+    # level pooled over `reference_pool` that the same config reached within `reference_hold`
+    # (mixin/reference.py says why). A day pools a whole daily traffic mix into one number.
+    reference_pool: str = "1d"
+    # How long a sustained drop keeps alerting before its level becomes the reference (the hold).
+    reference_hold: str = "7d"
+    # A config's level becomes a reference once the config has existed this long: its first hour is
+    # a sample of its traffic, not of a few requests.
+    reference_settle: str = "1h"
+    # After a new k appears, its rates are ignored for this long: a rate window that spans the
+    # restart mixes the old config's traffic into the new one's level.
+    config_change_guard: str = "5m"
+    # The reference group runs slower than the rest: its inputs move over hours.
+    reference_interval: str = "5m"
+    # The long-memory alerts keep firing this long after their condition last held, so a restart's
+    # scrape gap (no series, then 5m of guarded rates) does not resolve and re-send them.
+    keep_firing_for: str = "15m"
+    # The sidecar's judged window (`serve --health-window`): the sidecar-fed drop alert reads it.
+    sidecar_judged_window: str = "5m"
     # How often Prometheus evaluates the groups.
     evaluation_interval: str = "30s"
     # Traffic floor: no acceptance alert for a server drafting less than this many drafts per second,
@@ -56,11 +75,16 @@ class MixinConfig:
 DEFAULT = MixinConfig()
 
 
-# The compose and Kubernetes demos: hours become minutes so the drop-off alert fires within ~10
-# minutes of the simulator's drop. Record names keep the 5m rate window, so dashboards are shared.
+# The compose and Kubernetes demos: days and hours become minutes so the drop-off alert fires within
+# a few minutes of the simulator's drop (at 5 minutes). Record names keep the 5m rate window, so
+# dashboards are shared.
 DEMO = MixinConfig(
-    baseline_window="5m",
-    baseline_offset="1m",
+    reference_pool="10m",
+    reference_hold="1h",
+    reference_settle="2m",
+    config_change_guard="30s",
+    reference_interval="15s",
+    keep_firing_for="2m",
     evaluation_interval="15s",
     for_short="1m",
     for_medium="1m",

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
+from exporter.mixin.reference import reference_names
 from exporter.mixin.rules import rule_names, sidecar_counters, vllm_counters
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -114,23 +116,27 @@ def _dashboard(uid: str, title: str, description: str, variables: list[dict[str,
 # --- queries -------------------------------------------------------------------------------------
 
 SERVER = 'job=~"$job", instance=~"$instance", model_name=~"$model", engine=~"$engine"'
+VLLM_DRAFTS = names.VLLM_DRAFTS.sample_name  # what the fleet's variables list
+SIDECAR_DRAFTS = names.DRAFTS.sample_name  # what the server dashboard's variables list
 SIDECAR = 'job=~"$job", upstream=~"$upstream", model_name=~"$model", engine=~"$engine"'
 
 
 def fleet_queries(config: MixinConfig) -> dict[str, str]:
     n = rule_names(vllm_counters(config), config)
+    r = reference_names(config, vllm_counters(config))
     return {
         "model_length": f'{n["model_mean_acceptance_length"]}{{model_name=~"$model"}}',
         "server_length": f"{n['mean_acceptance_length']}{{{SERVER}}}",
-        "server_baseline": f"{n['baseline_mean_acceptance_length']}{{{SERVER}}}",
+        # every config's reference within the hold: the previous k's stays beside the current one
+        "server_reference": f"{r['reference']}{{{SERVER}}}",
         "model_k_positions": f'{n["model_k_position_acceptance"]}{{model_name=~"$model"}}',
         "model_k_conditional": f'{n["model_k_position_conditional"]}{{model_name=~"$model"}}',
         "server_positions": f"{n['position_acceptance']}{{{SERVER}}}",
         "accepted": f'{n["model_accepted"]}{{model_name=~"$model"}}',
         "drafted": f'{n["model_draft_tokens"]}{{model_name=~"$model"}}',
         "wasted": f'{n["model_wasted"]}{{model_name=~"$model"}}',
-        "drafts": f"sum by (instance, model_name, engine) (rate(vllm:spec_decode_num_drafts_total{{{SERVER}}}[$__rate_interval]))",
-        "configured_k": f"count by (instance, model_name, engine) (vllm:spec_decode_num_accepted_tokens_per_pos_total{{{SERVER}}})",
+        "drafts": f"sum by (instance, model_name, engine) (rate({names.VLLM_DRAFTS.sample_name}{{{SERVER}}}[$__rate_interval]))",
+        "configured_k": f"count by (instance, model_name, engine) ({names.VLLM_ACCEPTED_PER_POSITION.sample_name}{{{SERVER}}})",
         "alerts": 'ALERTS{alertname=~"SpecDecode.*", alertstate="firing"}',
     }
 
@@ -139,18 +145,18 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
     window = 'window="$window"'
     n = rule_names(sidecar_counters(config), config)
     return {
-        "verdict": f"specdecode_health{{{SIDECAR}}} == 1",
-        "length": f"specdecode_mean_acceptance_length{{{SIDECAR}, {window}}}",
+        "verdict": f"{names.HEALTH.name}{{{SIDECAR}}} == 1",
+        "length": f"{names.MEAN_ACCEPTANCE_LENGTH.name}{{{SIDECAR}, {window}}}",
         "length_counters": f"{n['mean_acceptance_length']}{{{SIDECAR}}}",
-        "positions": f"specdecode_position_acceptance_ratio{{{SIDECAR}, {window}}}",
-        "conditional": f"specdecode_position_conditional_acceptance_ratio{{{SIDECAR}, {window}}}",
-        "recommended_k": f"specdecode_recommended_speculative_tokens{{{SIDECAR}, {window}}}",
-        "configured_k": f"count by (upstream, source, model_name, engine) (specdecode_accepted_tokens_per_position_total{{{SIDECAR}}})",
-        "wasted": f"specdecode_wasted_draft_tokens_per_second{{{SIDECAR}, {window}}}",
-        "accepted_rate": f"sum by (upstream, source, model_name, engine) (rate(specdecode_accepted_tokens_total{{{SIDECAR}}}[$__rate_interval]))",
-        "disagreement": 'specdecode_source_disagreement_ratio{job=~"$job", model_name=~"$model", engine=~"$engine"}',
-        "source_up": 'specdecode_source_up{job=~"$job", upstream=~"$upstream"}',
-        "parse_errors": 'sum by (upstream) (rate(specdecode_log_lines_total{job=~"$job", upstream=~"$upstream"}[$__rate_interval]))',
+        "positions": f"{names.POSITION_ACCEPTANCE.name}{{{SIDECAR}, {window}}}",
+        "conditional": f"{names.POSITION_CONDITIONAL.name}{{{SIDECAR}, {window}}}",
+        "recommended_k": f"{names.RECOMMENDED_K.name}{{{SIDECAR}, {window}}}",
+        "configured_k": f"count by (upstream, source, model_name, engine) ({names.ACCEPTED_PER_POSITION.sample_name}{{{SIDECAR}}})",
+        "wasted": f"{names.WASTED_TOKENS_RATE.name}{{{SIDECAR}, {window}}}",
+        "accepted_rate": f"sum by (upstream, source, model_name, engine) (rate({names.ACCEPTED_TOKENS.sample_name}{{{SIDECAR}}}[$__rate_interval]))",
+        "disagreement": f'{names.DISAGREEMENT.name}{{job=~"$job", model_name=~"$model", engine=~"$engine"}}',
+        "source_up": f'{names.SOURCE_UP.name}{{job=~"$job", upstream=~"$upstream"}}',
+        "parse_errors": f'sum by (upstream) (rate({names.LOG_LINES.sample_name}{{job=~"$job", upstream=~"$upstream"}}[$__rate_interval]))',
     }
 
 
@@ -164,8 +170,11 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
     panels = [
         Panel("Mean acceptance length by model", "Tokens per verification step, bonus included (1 + accepted/drafts), pooled over every server of a model.",
               "timeseries", [(q["model_length"], "{{model_name}}")], "none", min=1.0),
-        Panel("Mean acceptance length by server, against its baseline", f"Each server's L over {config.rate_window} (solid) and over the {config.baseline_window} ending {config.baseline_offset} ago (the drop-off alert's baseline).",
-              "timeseries", [(q["server_length"], "{{instance}} {{model_name}} e{{engine}}"), (q["server_baseline"], "baseline {{instance}} e{{engine}}")], "none", min=1.0),
+        Panel("Mean acceptance length by server, against its reference",
+              f"Each server's L over {config.rate_window} (solid) and the drop-off alert's reference per config (k): the best "
+              f"{config.reference_pool}-pooled L of that config within {config.reference_hold}. A previous config's reference stays beside the current one.",
+              "timeseries", [(q["server_length"], "{{instance}} {{model_name}} e{{engine}}"),
+                             (q["server_reference"], "reference {{instance}} e{{engine}} k={{num_speculative_tokens}}")], "none", min=1.0),
         Panel("Per-position acceptance by model and k", "Share of drafts whose positions 0..i were all accepted, per model and number of speculative tokens (never pooled across different k).",
               "bargauge", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
@@ -193,10 +202,10 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
         "Speculative decoding / Fleet",
         "vLLM speculative decoding across servers, from raw vLLM metrics and the specdecode recording rules (no sidecar needed).",
         [
-            _query_variable("job", "Job", "label_values(vllm:spec_decode_num_drafts_total, job)"),
-            _query_variable("instance", "Instance", 'label_values(vllm:spec_decode_num_drafts_total{job=~"$job"}, instance)'),
-            _query_variable("model", "Model", 'label_values(vllm:spec_decode_num_drafts_total{job=~"$job", instance=~"$instance"}, model_name)'),
-            _query_variable("engine", "Engine", 'label_values(vllm:spec_decode_num_drafts_total{job=~"$job", instance=~"$instance"}, engine)'),
+            _query_variable("job", "Job", f"label_values({VLLM_DRAFTS}, job)"),
+            _query_variable("instance", "Instance", f'label_values({VLLM_DRAFTS}{{job=~"$job"}}, instance)'),
+            _query_variable("model", "Model", f'label_values({VLLM_DRAFTS}{{job=~"$job", instance=~"$instance"}}, model_name)'),
+            _query_variable("engine", "Engine", f'label_values({VLLM_DRAFTS}{{job=~"$job", instance=~"$instance"}}, engine)'),
         ],
         panels,
     )
@@ -236,10 +245,10 @@ def server(config: MixinConfig) -> dict[str, Any]:
         "Speculative decoding / Server detail",
         "One vLLM server through the specdecode-exporter sidecar: verdict, windows, recommendation, sources.",
         [
-            _query_variable("job", "Job", "label_values(specdecode_drafts_total, job)"),
-            _query_variable("upstream", "Upstream", 'label_values(specdecode_drafts_total{job=~"$job"}, upstream)'),
-            _query_variable("model", "Model", 'label_values(specdecode_drafts_total{job=~"$job", upstream=~"$upstream"}, model_name)'),
-            _query_variable("engine", "Engine", 'label_values(specdecode_drafts_total{job=~"$job", upstream=~"$upstream"}, engine)'),
+            _query_variable("job", "Job", f"label_values({SIDECAR_DRAFTS}, job)"),
+            _query_variable("upstream", "Upstream", f'label_values({SIDECAR_DRAFTS}{{job=~"$job"}}, upstream)'),
+            _query_variable("model", "Model", f'label_values({SIDECAR_DRAFTS}{{job=~"$job", upstream=~"$upstream"}}, model_name)'),
+            _query_variable("engine", "Engine", f'label_values({SIDECAR_DRAFTS}{{job=~"$job", upstream=~"$upstream"}}, engine)'),
             window,
         ],
         panels,

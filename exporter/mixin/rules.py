@@ -2,7 +2,8 @@
 
 Naming follows `level:metric:operations`. Levels: `instance_model_engine` (job, instance,
 model_name, engine), `upstream_model_engine` (the sidecar's series: + upstream, source), `model`,
-`model_k` (model_name and num_speculative_tokens), with `_position` when split by position.
+`model_k` (model_name and num_speculative_tokens), `instance_model_engine_k` (a server's labels and
+its k: the long-memory reference, mixin/reference.py), with `_position` when split by position.
 Convention for vLLM's colon names: the `vllm:` prefix becomes `vllm_` inside the metric part, since
 colons separate the parts of a recording rule's name — `vllm:spec_decode_num_drafts_total` rated
 over 5m is `instance_model_engine:vllm_spec_decode_drafts:rate5m`.
@@ -18,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
+from exporter.mixin.reference import keyed_rules, reference_group
 
 
 @dataclass(frozen=True)
@@ -35,27 +38,33 @@ class Counters:
     model_by: tuple[str, ...] = ("model_name",)  # the model-level pooling labels
 
 
+def selector(*matchers: str) -> str:
+    """`{a, b}` of the non-empty matchers, or nothing."""
+    kept = [m for m in matchers if m]
+    return "{" + ", ".join(kept) + "}" if kept else ""
+
+
 def vllm_counters(config: MixinConfig) -> Counters:
-    sel = "{" + config.vllm_selector + "}" if config.vllm_selector else ""
+    sel = selector(config.vllm_selector)
     return Counters(
         metric="vllm_spec_decode",
-        drafts=f"vllm:spec_decode_num_drafts_total{sel}",
-        draft_tokens=f"vllm:spec_decode_num_draft_tokens_total{sel}",
-        accepted=f"vllm:spec_decode_num_accepted_tokens_total{sel}",
-        per_position=f"vllm:spec_decode_num_accepted_tokens_per_pos_total{sel}",
-        by=("job", "instance", "model_name", "engine"),
+        drafts=names.VLLM_DRAFTS.sample_name + sel,
+        draft_tokens=names.VLLM_DRAFT_TOKENS.sample_name + sel,
+        accepted=names.VLLM_ACCEPTED_TOKENS.sample_name + sel,
+        per_position=names.VLLM_ACCEPTED_PER_POSITION.sample_name + sel,
+        by=("job", "instance", *names.VLLM_DRAFTS.labels, *config.vllm_config_labels),
         level="instance_model_engine",
     )
 
 
 def sidecar_counters(config: MixinConfig) -> Counters:
-    sel = "{" + config.sidecar_selector + "}" if config.sidecar_selector else ""
+    sel = selector(config.sidecar_selector)
     return Counters(
         metric="specdecode",
-        drafts=f"specdecode_drafts_total{sel}",
-        draft_tokens=f"specdecode_draft_tokens_total{sel}",
-        accepted=f"specdecode_accepted_tokens_total{sel}",
-        per_position=f"specdecode_accepted_tokens_per_position_total{sel}",
+        drafts=names.DRAFTS.sample_name + sel,
+        draft_tokens=names.DRAFT_TOKENS.sample_name + sel,
+        accepted=names.ACCEPTED_TOKENS.sample_name + sel,
+        per_position=names.ACCEPTED_PER_POSITION.sample_name + sel,
         by=("job", "instance", "upstream", "source", "model_name", "engine"),
         level="upstream_model_engine",
         model_by=("model_name", "source"),  # log and /metrics of one server must never be summed together
@@ -83,8 +92,6 @@ def rule_names(counters: Counters, config: MixinConfig) -> dict[str, str]:
         "wasted": name(lvl, f"{m}_wasted_draft_tokens", f"rate{w}"),
         "position_accepted": name(f"{lvl}_position", f"{m}_accepted_tokens", f"rate{w}"),
         "mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", f"ratio_rate{w}"),
-        # not named after its window: demo and production rule sets share one dashboard
-        "baseline_mean_acceptance_length": name(lvl, f"{m}_mean_acceptance_length", "ratio_baseline"),
         "draft_acceptance": name(lvl, f"{m}_draft_acceptance", f"ratio_rate{w}"),
         "position_acceptance": name(f"{lvl}_position", f"{m}_position_acceptance", f"ratio_rate{w}"),
         "position_conditional": name(f"{lvl}_position", f"{m}_position_conditional_acceptance", f"ratio_rate{w}"),
@@ -119,7 +126,6 @@ def counter_rules(counters: Counters, config: MixinConfig) -> list[dict[str, Any
     model = ", ".join(counters.model_by)
     model_k = f"{model}, num_speculative_tokens"
     with_k = f"* on({by}) group_left(num_speculative_tokens) {n['k']}"
-    base_window, base_offset = config.baseline_window, config.baseline_offset
     rules = [
         _rule(n["drafts"], f"sum by ({by}) (rate({counters.drafts}[{w}]))"),
         _rule(n["draft_tokens"], f"sum by ({by}) (rate({counters.draft_tokens}[{w}]))"),
@@ -127,11 +133,6 @@ def counter_rules(counters: Counters, config: MixinConfig) -> list[dict[str, Any
         _rule(n["position_accepted"], f"sum by ({by}, position) (rate({counters.per_position}[{w}]))"),
         _rule(n["wasted"], f"({n['draft_tokens']} > 0) - {n['accepted']}"),
         _rule(n["mean_acceptance_length"], f"1 + {n['accepted']} / ({n['drafts']} > 0)"),
-        _rule(
-            n["baseline_mean_acceptance_length"],
-            f"1 + sum by ({by}) (increase({counters.accepted}[{base_window}] offset {base_offset}))"
-            f" / (sum by ({by}) (increase({counters.drafts}[{base_window}] offset {base_offset})) > 0)",
-        ),
         _rule(n["draft_acceptance"], f"{n['accepted']} / ({n['draft_tokens']} > 0)"),
         _rule(n["position_acceptance"], f"{n['position_accepted']} / ignoring(position) group_left() ({n['drafts']} > 0)"),
         _rule(n["position_conditional"], f'{n["position_acceptance"]}{{position="0"}}', {"position": "0"}),
@@ -169,7 +170,14 @@ def counter_rules(counters: Counters, config: MixinConfig) -> list[dict[str, Any
 
 
 def recording_rule_groups(config: MixinConfig) -> list[dict[str, Any]]:
+    """The vLLM group (with its k-keyed rates), the slow reference group, then the sidecar's group.
+
+    The sidecar's counters get no reference rules: the sidecar exports its own frozen reference.
+    """
+    vllm = vllm_counters(config)
+    vllm_rules = counter_rules(vllm, config) + keyed_rules(config, vllm, rule_names(vllm, config))
     return [
-        {"name": "specdecode-vllm.rules", "interval": config.evaluation_interval, "rules": counter_rules(vllm_counters(config), config)},
+        {"name": "specdecode-vllm.rules", "interval": config.evaluation_interval, "rules": vllm_rules},
+        reference_group(config, vllm),
         {"name": "specdecode-sidecar.rules", "interval": config.evaluation_interval, "rules": counter_rules(sidecar_counters(config), config)},
     ]

@@ -1,0 +1,91 @@
+"""The long-memory reference of the drop-off alert on raw vLLM counters (no sidecar needed).
+
+A drop that lasts days must be reported for days, so the reference cannot be "the last hour": it
+would learn the drop within the hour. Per server and speculative config it is the best level that
+config reached, each level pooled over a day, within the hold:
+
+    L_k          = 1 + rate(accepted) / rate(drafts), keyed by k           (every evaluation)
+    pooled       = 1 + Σ accepted_k / Σ drafts_k over `reference_pool`     (numerator and
+                   denominator summed first, never averaged ratios; only once the config has
+                   existed `reference_settle` and drafted `min_drafts_per_second` on average)
+    reference    = max_over_time(pooled[reference_hold])
+
+Why each part:
+- A maximum cannot learn a drop: degraded days pool lower and are outvoted by the healthy one
+  until it leaves the hold, so a drop alerts for the whole hold (7 days by default) and is then
+  the new normal. A day-long pool is what makes the maximum safe: a busy hour of easy prompts
+  moves a day's pool by little, and a day holds the whole daily traffic mix.
+- The key is (job, instance, model_name, engine, any `vllm_config_labels`, k). vLLM's /metrics
+  names k only through its position series, so k is the number of those series. A new k starts a
+  new reference from nothing; the old one stays visible beside it for the hold. Its first
+  `config_change_guard` of rates is skipped (a rate window across the restart holds the old
+  config's traffic). Method or drafter changes with the same k keep the reference unless a
+  config label tells them apart; in Kubernetes a rollout changes `instance`, which does.
+- A restart keeps the reference: rate() handles the counter reset and the key does not change.
+- A lull cannot set a reference (average draft floor) and cannot alert (the alert's traffic floor).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from exporter.mixin.config import MixinConfig
+
+if TYPE_CHECKING:  # rules.py assembles the groups and imports this module
+    from exporter.mixin.rules import Counters
+
+K_LABEL = "num_speculative_tokens"
+
+
+def keyed_by(counters: Counters) -> tuple[str, ...]:
+    """The labels of one reference: the series' own, then k."""
+    return (*counters.by, K_LABEL)
+
+
+def reference_names(config: MixinConfig, counters: Counters) -> dict[str, str]:
+    """Record names at level `<level>_k` (the series' labels plus k), following rules.py's convention."""
+    lvl, m, w = f"{counters.level}_k", counters.metric, config.rate_window
+    return {
+        "drafts": f"{lvl}:{m}_drafts:rate{w}",
+        "accepted": f"{lvl}:{m}_accepted_tokens:rate{w}",
+        "mean_acceptance_length": f"{lvl}:{m}_mean_acceptance_length:ratio_rate{w}",
+        "pooled": f"{lvl}:{m}_mean_acceptance_length:ratio_pooled{config.reference_pool}",
+        # not named after its windows: demo and production rule sets share one dashboard
+        "reference": f"{lvl}:{m}_mean_acceptance_length:ratio_reference",
+    }
+
+
+def _rule(record: str, expr: str) -> dict[str, Any]:
+    return {"record": record, "expr": expr}
+
+
+def keyed_rules(config: MixinConfig, counters: Counters, n: dict[str, str]) -> list[dict[str, Any]]:
+    """Rates keyed by k, appended to the group of `counters` (they read its rate and k records `n`)."""
+    r = reference_names(config, counters)
+    by = ", ".join(counters.by)
+    # the same k now and `config_change_guard` ago (`and` matches every label, k included)
+    guarded_k = f"({n['k']} and {n['k']} offset {config.config_change_guard})"
+    return [
+        _rule(r["drafts"], f"{n['drafts']} * on({by}) group_left({K_LABEL}) {guarded_k}"),
+        _rule(r["accepted"], f"{n['accepted']} * on({by}) group_left({K_LABEL}) {guarded_k}"),
+        _rule(r["mean_acceptance_length"], f"1 + {r['accepted']} / ({r['drafts']} > 0)"),
+    ]
+
+
+def reference_rules(config: MixinConfig, counters: Counters) -> list[dict[str, Any]]:
+    r, pool = reference_names(config, counters), config.reference_pool
+    pooled = (
+        f"1 + sum_over_time({r['accepted']}[{pool}]) / (sum_over_time({r['drafts']}[{pool}]) > 0)"
+        # a lull's few drafts never set a reference …
+        f" and avg_over_time({r['drafts']}[{pool}]) >= {config.min_drafts_per_second:g}"
+        # … nor a config younger than the settle time
+        f" and {r['drafts']} offset {config.reference_settle}"
+    )
+    return [
+        _rule(r["pooled"], pooled),
+        _rule(r["reference"], f"max_over_time({r['pooled']}[{config.reference_hold}])"),
+    ]
+
+
+def reference_group(config: MixinConfig, counters: Counters) -> dict[str, Any]:
+    return {"name": "specdecode-vllm-reference.rules", "interval": config.reference_interval, "rules": reference_rules(config, counters)}
