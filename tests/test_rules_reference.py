@@ -39,6 +39,8 @@ from exporter.mixin.alerts import alert_groups
 from exporter.mixin.config import DEFAULT, MixinConfig
 from exporter.mixin.rules import recording_rule_groups
 
+pytestmark = pytest.mark.slow  # promtool over days of series, one process per scenario
+
 ROOT = Path(__file__).parent.parent
 RULE_FILES = [str(ROOT / "deploy/prometheus/specdecode.rules.yml"), str(ROOT / "deploy/prometheus/specdecode.alerts.yml")]
 DROPPED = "SpecDecodeAcceptanceDropped"

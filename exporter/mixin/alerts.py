@@ -10,8 +10,9 @@ from typing import Any
 
 from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
+from exporter.mixin.counters import selector, sidecar_counters, vllm_counters
 from exporter.mixin.reference import K_LABEL, keyed_by, reference_names
-from exporter.mixin.rules import rule_names, selector, sidecar_counters, vllm_counters
+from exporter.mixin.rules import rule_names
 
 SERVER = "{{ $labels.instance }} ({{ $labels.model_name }}, engine {{ $labels.engine }})"
 
@@ -87,7 +88,10 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
     v = rule_names(vllm_counters(config), config)
     by = ", ".join(vllm_counters(config).by)
     traffic = f"on({by}) {v['drafts']} > {config.min_drafts_per_second}"
-    side = (lambda extra: selector(config.sidecar_selector, extra))
+
+    def side(extra: str) -> str:
+        return selector(config.sidecar_selector, extra)
+
     metrics_source = side('source="metrics"')
     disagreement = side(f'quantity="mean_acceptance_length", window="{config.disagreement_window}"')
     listing = [

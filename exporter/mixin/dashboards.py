@@ -14,8 +14,9 @@ from typing import Any
 
 from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
+from exporter.mixin.counters import sidecar_counters, vllm_counters
 from exporter.mixin.reference import reference_names
-from exporter.mixin.rules import rule_names, sidecar_counters, vllm_counters
+from exporter.mixin.rules import rule_names
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 NO_TRAFFIC = "No traffic"
@@ -162,7 +163,7 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
 
 # --- layout --------------------------------------------------------------------------------------
 
-RATIO = {"min": 0.0, "max": 1.0}
+RATIO: dict[str, Any] = {"min": 0.0, "max": 1.0}  # a 0–1 panel's axis
 
 
 def fleet(config: MixinConfig) -> dict[str, Any]:
@@ -175,7 +176,8 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
               f"{config.reference_pool}-pooled L of that config within {config.reference_hold}. A previous config's reference stays beside the current one.",
               "timeseries", [(q["server_length"], "{{instance}} {{model_name}} e{{engine}}"),
                              (q["server_reference"], "reference {{instance}} e{{engine}} k={{num_speculative_tokens}}")], "none", min=1.0),
-        Panel("Per-position acceptance by model and k", "Share of drafts whose positions 0..i were all accepted, per model and number of speculative tokens (never pooled across different k).",
+        Panel("Per-position acceptance by model and k",
+            "Share of drafts whose positions 0..i were all accepted, per model and number of speculative tokens (never pooled across different k).",
               "bargauge", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Conditional acceptance by model and k", "Chance position i is accepted when position i−1 was: where the chain breaks.",
@@ -185,7 +187,8 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
               "heatmap", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", width=24, **RATIO,
               options={"calculate": False, "yAxis": {"axisPlacement": "left"}, "color": {"scheme": "Blues", "mode": "scheme"}}),
         Panel("Drafted, accepted and wasted tokens", "Draft tokens per second proposed, accepted by the target, and rejected (drafted − accepted), per model.",
-              "timeseries", [(q["drafted"], "drafted {{model_name}}"), (q["accepted"], "accepted {{model_name}}"), (q["wasted"], "wasted {{model_name}}")], TOKENS_PER_SECOND, min=0.0,
+              "timeseries", [(q["drafted"], "drafted {{model_name}}"), (q["accepted"], "accepted {{model_name}}"), (q["wasted"],
+                  "wasted {{model_name}}")], TOKENS_PER_SECOND, min=0.0,
               options={"legend": {"displayMode": "list", "placement": "bottom"}}),
         Panel("Per-position acceptance by server", "Each server's own curve, to find the one that drags its model's curve down.",
               "bargauge", [(q["server_positions"], "{{instance}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
@@ -224,7 +227,8 @@ def server(config: MixinConfig) -> dict[str, Any]:
         Panel("Mean acceptance length", "The sidecar's L over the chosen window, and the recording rule over its counters.",
               "timeseries", [(q["length"], "{{source}} {{upstream}} e{{engine}}"), (q["length_counters"], "counters {{source}} e{{engine}}")], "none", min=1.0),
         Panel("Recommended vs configured k", "The number of speculative tokens that maximises the estimated speed-up, against the k drafted now.",
-              "timeseries", [(q["recommended_k"], "recommended {{source}} e{{engine}}"), (q["configured_k"], "configured {{source}} e{{engine}}")], "none", min=0.0),
+              "timeseries", [(q["recommended_k"], "recommended {{source}} e{{engine}}"), (q["configured_k"],
+                  "configured {{source}} e{{engine}}")], "none", min=0.0),
         Panel("Per-position acceptance", "Share of drafts whose positions 0..i were all accepted, over the chosen window.",
               "bargauge", [(q["positions"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
@@ -232,7 +236,8 @@ def server(config: MixinConfig) -> dict[str, Any]:
               "bargauge", [(q["conditional"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Accepted and wasted draft tokens", "Accepted draft tokens per second (from counters) and rejected ones (the sidecar's window).",
-              "timeseries", [(q["accepted_rate"], "accepted {{source}} e{{engine}}"), (q["wasted"], "wasted {{source}} e{{engine}}")], TOKENS_PER_SECOND, min=0.0),
+              "timeseries", [(q["accepted_rate"], "accepted {{source}} e{{engine}}"), (q["wasted"],
+                  "wasted {{source}} e{{engine}}")], TOKENS_PER_SECOND, min=0.0),
         Panel("Log vs /metrics disagreement", "Relative difference of L and α between the log-derived and the counted numbers of one server.",
               "timeseries", [(q["disagreement"], "{{quantity}} {{window}}")], "percentunit", min=0.0),
         Panel("Sources up", "1 when the sidecar can read a source (log file present, target answering with spec-decode families).",

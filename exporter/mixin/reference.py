@@ -27,12 +27,10 @@ Why each part:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from exporter.mixin.config import MixinConfig
-
-if TYPE_CHECKING:  # rules.py assembles the groups and imports this module
-    from exporter.mixin.rules import Counters
+from exporter.mixin.counters import Counters
 
 K_LABEL = "num_speculative_tokens"
 

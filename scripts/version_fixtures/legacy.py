@@ -118,10 +118,8 @@ def s_v1b(root: Path, method: str, draft: str | None, k: int, fixed: bool, scena
             drafts = drafted = acc = 0
         else:
             drafts = rng.randint(300, 500)
-            if fixed:
-                drafted = k * drafts
-            else:  # n-gram: a draft has 1..k tokens (a shorter match drafts fewer)
-                drafted = sum(rng.randint(1, k) for _ in range(drafts))
+            # n-gram: a draft has 1..k tokens (a shorter match drafts fewer)
+            drafted = k * drafts if fixed else sum(rng.randint(1, k) for _ in range(drafts))
             acc = int(drafted * rng.uniform(0.35, 0.55))
         rate = acc / drafted * 100 if drafted else float("nan")
         w.vllm(ts, "", 0, "metrics.py", 53,
