@@ -175,7 +175,7 @@ def load_derive_settings(
 
 def _thresholds(section: Mapping[str, object]) -> HealthThresholds:
     defaults = HealthThresholds()
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for key, raw in section.items():
         if key not in HealthThresholds.__dataclass_fields__:
             raise ConfigError(f"[health] {key}: unknown threshold (known: {sorted(HealthThresholds.__dataclass_fields__)})")
@@ -183,7 +183,7 @@ def _thresholds(section: Mapping[str, object]) -> HealthThresholds:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or (expected is int and not isinstance(raw, int)):
             raise ConfigError(f"[health] {key}: expected a number of type {expected.__name__}, got {raw!r}")
         values[key] = expected(raw)
-    return dataclasses.replace(defaults, **values)  # type: ignore[arg-type]
+    return dataclasses.replace(defaults, **values)
 
 
 def _costs(section: Mapping[str, Any]) -> dict[str, dict[str, DraftCost]]:

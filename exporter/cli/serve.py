@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -71,14 +72,14 @@ def run(settings: Settings) -> None:
     host, port = settings.host_port
     security = WebSecurity(settings.web_config_file) if settings.web_config_file else None
     app = build_app(settings, security)
-    tls = {}
+    tls: dict[str, Any] = {}
     if security is not None and security.config.tls is not None:
         tls = {"ssl_context_factory": lambda config, default: security.ssl_context()}
     log.info(
         "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",
         "https" if tls else "http", host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", **tls)  # type: ignore[arg-type]
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", **tls)
     try:
         _CalmServer(config).run()
     except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a clean shutdown

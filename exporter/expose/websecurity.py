@@ -89,7 +89,8 @@ def load_web_config(path: str) -> WebConfig:
         def resolve(name: str) -> str | None:
             return str(base / section[name]) if section.get(name) else None
 
-        tls = TLSConfig(resolve("cert_file"), resolve("key_file"), resolve("client_ca_file"), auth, version)  # type: ignore[arg-type]
+        # cert_file and key_file were required above
+        tls = TLSConfig(str(base / section["cert_file"]), str(base / section["key_file"]), resolve("client_ca_file"), auth, version)
     users: dict[str, bytes] = {}
     for user, hashed in (data.get("basic_auth_users") or {}).items():
         if not isinstance(hashed, str) or not hashed.startswith(("$2a$", "$2b$", "$2y$")):

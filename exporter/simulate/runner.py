@@ -10,6 +10,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import IO
 
 import uvicorn
@@ -46,7 +47,7 @@ def create_sim_app(server: SimulatedServer, writer: LogWriter) -> FastAPI:
     app = FastAPI(title="simulated vLLM", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
-    async def access_log(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def access_log(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response = await call_next(request)
         client = f"{request.client.host}:{request.client.port}" if request.client else "-"
         writer.write([vllm_format.access_line(server, client, request.method, request.url.path, response.status_code)])
