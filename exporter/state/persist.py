@@ -1,6 +1,6 @@
 """The state dir: what a sidecar restart must not forget, saved atomically.
 
-Each series' slow average (the `degraded` baseline), every series' lifetime counters and every
+Each series' references (the `degraded` verdict's memory of normal, reference.py), every series' lifetime counters and every
 source's counters (so the exported `_total` counters continue across a restart: Prometheus sees no
 reset), and where each followed log file was read to. The file is versioned JSON, written to a
 temporary file, fsynced and renamed over the old one, so a crash (kill -9 included) leaves either
@@ -80,13 +80,13 @@ class StateKeeper:
         self._lock = threading.Lock()
         state = load(directory)
         counters = store.import_counters(state.get("counters", {}))  # first: it recreates the series
-        averages = store.import_averages(state.get("averages", []))
+        references = store.import_memories(state.get("references", []) if isinstance(state.get("references"), list) else [])
         if logs is not None:
             logs.restore(state.get("files", []))
             logs.on_pass(self._after_pass)
         self._last_save = 0.0
-        if averages or counters:
-            log.info("restored state averages=%d series=%d dir=%s", averages, counters, directory)
+        if references or counters:
+            log.info("restored state references=%d series=%d dir=%s", references, counters, directory)
 
     def _after_pass(self) -> None:
         """Called by the log follower between passes: the one moment positions and counters agree."""
@@ -105,7 +105,7 @@ class StateKeeper:
 
     def save(self) -> None:
         with self._lock:
-            state: dict[str, Any] = {"averages": self.store.export_averages(), "counters": self.store.export_counters()}
+            state: dict[str, Any] = {"references": self.store.export_memories(), "counters": self.store.export_counters()}
             if self.logs is not None:
                 state["files"] = self.logs.positions()
             try:
