@@ -15,6 +15,7 @@ from exporter.config import DeriveSettings, parse_duration
 from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import reference_baseline
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
+from exporter.state.reference import HEALTHY, UNHEALTHY
 from exporter.state.store import SeriesSnapshot
 from exporter.state.window import Totals
 
@@ -79,7 +80,19 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
         judged = derive(series.recent, settings.cost_for(series.config.method, series.key.model_name))
         window = f"the last {settings.health_window}"
     notes = _notes(derived, k, series.config.method)
-    return Assessment(span, totals, derived, baseline, judge(judged, baseline, settings.thresholds, window), notes, k)
+    verdict = _held(judge(judged, baseline, settings.thresholds, window), series)
+    return Assessment(span, totals, derived, baseline, verdict, notes, k)
+
+
+def _held(verdict: Verdict, series: SeriesSnapshot) -> Verdict:
+    """A degraded or broken series is healthy again only once its memory says the recovery held."""
+    memory, rule = series.memory, series.reference_rule
+    if memory is None or rule is None or memory.state not in UNHEALTHY or verdict.state not in HEALTHY:
+        return verdict
+    return Verdict(
+        memory.state, "recovering",
+        f"{verdict.message} — but {memory.state} until that holds for {rule.recovery_seconds / 60:g} min",
+    )
 
 
 def judged_window(settings: DeriveSettings, window_seconds: Mapping[str, float]) -> str | None:

@@ -33,6 +33,9 @@ class ReferenceRule:
     bucket_seconds: float = 3600.0  # the pooling grain: older buckets leave the window whole
     min_drafts: int = 1000  # fewer drafts: the reference is still learning and judges nothing
     hold_seconds: float = 7 * 86400.0  # unhealthy for longer than this becomes the new normal; 0: never
+    # healthy verdicts must last this long before an unhealthy series counts as recovered: a drop
+    # near the threshold must not flicker back to ok (and teach the reference) on one lucky window
+    recovery_seconds: float = 900.0
 
     @classmethod
     def of(cls, hold: float, window: float, min_drafts: int) -> ReferenceRule:
@@ -162,6 +165,7 @@ class SeriesMemory:
     since: float | None = None  # when `state` began
     quiet_since: float | None = None  # the last verdicts were no_data since this time
     unhealthy_since: float | None = None  # start of the current degraded/broken run (the hold counts from it)
+    recovering_since: float | None = None  # healthy verdicts since then, not yet for recovery_seconds
     spans: tuple[tuple[float, float | None, str], ...] = ()  # (start, end or None while open, worst state)
     adopted: tuple[str, float] | None = None  # the last new normal: (how, when)
     last_at: float | None = None
@@ -182,7 +186,7 @@ def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tu
         retired.insert(0, Retired(memory.identity, memory.reference, "config_change", at))
     return replace(
         memory, identity=identity, reference=comeback, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]),
-        unhealthy_since=None, adopted=("config_change", at), spans=_closed(memory.spans, at),
+        unhealthy_since=None, recovering_since=None, adopted=("config_change", at), spans=_closed(memory.spans, at), state="", since=at,
     ), True
 
 
@@ -192,12 +196,18 @@ def observe(memory: SeriesMemory, interval: Interval, state: str, rule: Referenc
     memory = replace(memory, last_at=at)
     if state not in HEALTHY and state not in UNHEALTHY:  # no_data: too little to learn from or to judge by
         return memory if memory.quiet_since is not None else replace(memory, quiet_since=at)
+    if state in HEALTHY and memory.state in UNHEALTHY:
+        began = memory.recovering_since if memory.recovering_since is not None else at
+        if at - began < rule.recovery_seconds:
+            return replace(memory, recovering_since=began, quiet_since=None)
+        memory = replace(memory, state=state, since=began)
+    memory = replace(memory, recovering_since=None)
     if state != memory.state:
         memory = replace(memory, state=state, since=at)
     memory = replace(memory, quiet_since=None)
     if state in HEALTHY:
         return replace(memory, reference=memory.reference.learn(interval, rule), pending=Profile(), unhealthy_since=None,
-                       spans=_closed(memory.spans, at))
+                       spans=_closed(memory.spans, memory.since if memory.since is not None else at))
     start = memory.unhealthy_since if memory.unhealthy_since is not None else at
     spans = memory.spans
     if not spans or spans[-1][1] is not None:
@@ -218,7 +228,7 @@ def adopt(memory: SeriesMemory, how: str, at: float, rule: ReferenceRule, recent
         new = Profile.of_totals(recent)
     retired = [Retired(memory.identity, memory.reference, how, at), *memory.retired] if memory.reference.buckets else list(memory.retired)
     return replace(memory, reference=new, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]), unhealthy_since=None,
-                   adopted=(how, at), spans=_closed(memory.spans, at))
+                   recovering_since=None, adopted=(how, at), spans=_closed(memory.spans, at), state="", since=at)
 
 
 def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tuple[tuple[float, float | None, str], ...]:
@@ -250,7 +260,7 @@ def memory_json(memory: SeriesMemory) -> dict[str, Any]:
         "retired": [{"identity": {"method": r.identity.method, "k": r.identity.k, "draft_model": r.identity.draft_model},
                      "profile": _profile_json(r.profile), "reason": r.reason, "at": r.at} for r in memory.retired],
         "state": memory.state, "since": memory.since, "quiet_since": memory.quiet_since,
-        "unhealthy_since": memory.unhealthy_since, "spans": [list(span) for span in memory.spans],
+        "unhealthy_since": memory.unhealthy_since, "recovering_since": memory.recovering_since, "spans": [list(span) for span in memory.spans],
         "adopted": list(memory.adopted) if memory.adopted else None, "last_at": memory.last_at,
     }
 
@@ -267,6 +277,7 @@ def memory_from_json(data: Mapping[str, Any]) -> SeriesMemory:
         since=data.get("since"),
         quiet_since=data.get("quiet_since"),
         unhealthy_since=data.get("unhealthy_since"),
+        recovering_since=data.get("recovering_since"),
         spans=tuple((float(s), None if e is None else float(e), str(w)) for s, e, w in data.get("spans") or ()),
         adopted=(str(adopted[0]), float(adopted[1])) if adopted else None,
         last_at=data.get("last_at"),

@@ -1,0 +1,136 @@
+"""The verdict's memory (issue 17): a drop that lasts days is judged against the level before it.
+
+Multi-day V1-e logs are written by simulate/longlog (every stats line in vLLM 0.24's layout, one a
+minute) and read by the real analyze pipeline on the log's own clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.config import DeriveSettings
+from exporter.intervals.pipeline import LogPipeline
+from exporter.judge.memory import health_memory
+from exporter.judge.status import snapshot_report
+from exporter.report.analyze import AnalyzeOptions, analyze
+from exporter.simulate.longlog import LongLog, Phase
+from exporter.simulate.scenarios import SCENARIOS
+from exporter.state.persist import StateKeeper
+from exporter.state.reference import ReferenceRule
+from exporter.state.store import Store
+
+HOUR = 3600.0
+START = 1795000000.0  # 2026-11-18, far from a year boundary (the log's stamps carry no year)
+# k = 15, position 0 ≈ 0.72, L ≈ 2.62: the case of the issue; × 0.6 on every position's rate gives L ≈ 1.97
+RATES = tuple(0.72 * 0.556**i for i in range(15))
+K15 = replace(SCENARIOS["drop-off"], rates=RATES, drop_after=None)
+WINDOW = 300.0  # the default health window
+
+
+def write(tmp_path: Path, phases: list[Phase], hours: float, name: str = "vllm.log", **options: Any) -> str:
+    path = tmp_path / name
+    LongLog(phases, hours=hours, start_time=START, log_interval=60.0, **options).write(str(path))
+    return str(path)
+
+
+def analyzed(path: str, rule: ReferenceRule | None = None) -> dict[str, Any]:
+    report = analyze([path], DeriveSettings(), AnalyzeOptions(progress=False, reference=rule or ReferenceRule()))
+    (series,) = report["series"]
+    return series  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("hours", [26, 74])
+def test_a_drop_that_lasts_days_stays_degraded_since_it_began(tmp_path, hours):
+    series = analyzed(write(tmp_path, [Phase(0, K15), Phase(2 * HOUR, K15, factor=0.6)], hours))
+    assert (series["health"], series["reason_code"]) == ("degraded", "dropped_vs_baseline")
+    drop = START + 2 * HOUR
+    assert drop <= series["health_since"] <= drop + WINDOW  # found within one health window of the drop
+    reference = series["reference"]
+    assert reference["mean_acceptance_length"] == pytest.approx(2.62, abs=0.05)
+    assert reference["position_acceptance"][0] == pytest.approx(0.72, abs=0.02)
+    assert reference["end"] <= drop + WINDOW  # frozen: nothing after the drop was learned
+    assert "over the last 5m" in series["reason"] and "L fell from 2.6" in series["reason"]
+    (span,) = series["unhealthy_spans"]
+    assert span["ongoing"] and span["start"] == series["health_since"]
+
+
+def test_74_hours_healthy_with_noise_are_never_degraded(tmp_path):
+    series = analyzed(write(tmp_path, [Phase(0, K15)], 74, workload_noise=0.08, seed=5))
+    assert series["health"] in ("ok", "wasteful")
+    assert series["unhealthy_spans"] == []  # not once in 74 h, day curve and workload noise included
+    assert series["reference"]["ready"] and series["reference"]["drafts"] > 1_000_000  # a day of healthy traffic
+
+
+def test_a_log_healthy_at_its_end_says_so_and_keeps_the_span(tmp_path):
+    phases = [Phase(0, K15), Phase(2 * HOUR, K15, factor=0.6), Phase(5 * HOUR, K15)]
+    series = analyzed(write(tmp_path, phases, 7))
+    assert series["health"] in ("ok", "wasteful")
+    assert START + 5 * HOUR <= series["health_since"] <= START + 5 * HOUR + WINDOW
+    (span,) = series["unhealthy_spans"]
+    assert not span["ongoing"] and span["start"] < START + 2 * HOUR + WINDOW and span["end"] >= START + 5 * HOUR
+
+
+def test_a_change_of_k_is_a_new_reference_and_the_old_one_stays_visible(tmp_path):
+    k8 = replace(K15, rates=tuple(r * 0.9 for r in RATES[:8]))  # the new deploy accepts a little less at every shared position
+    series = analyzed(write(tmp_path, [Phase(0, K15), Phase(3 * HOUR, k8, restart=True)], 9))
+    assert series["health"] in ("ok", "wasteful") and series["unhealthy_spans"] == []
+    assert series["reference"]["num_speculative_tokens"] == 8 and series["reference"]["ready"]
+    (old,) = series["previous_references"]
+    assert (old["num_speculative_tokens"], old["retired"]) == (15, "config_change")
+    new_r, old_r = series["reference"]["position_acceptance"], old["position_acceptance"]
+    assert all(n < o for n, o in zip(new_r, old_r[:8], strict=True))  # the shared positions show the loss side by side
+    assert series["reference_adopted"]["how"] == "config_change"
+
+
+def test_after_the_hold_a_drop_is_the_new_normal(tmp_path):
+    path = write(tmp_path, [Phase(0, K15), Phase(2 * HOUR, K15, factor=0.6)], 8)
+    assert analyzed(path, ReferenceRule(hold_seconds=0))["health"] == "degraded"  # 0: never
+    series = analyzed(path, ReferenceRule(hold_seconds=3 * HOUR))
+    assert series["health"] in ("ok", "wasteful")
+    assert series["reference_adopted"]["how"] == "hold"
+    assert series["reference_adopted"]["at"] == pytest.approx(START + 5 * HOUR, abs=WINDOW + 60)
+    assert series["reference"]["mean_acceptance_length"] == pytest.approx(1.97, abs=0.05)  # the degraded level, pooled
+    (old,) = series["previous_references"]
+    assert old["retired"] == "hold" and old["mean_acceptance_length"] == pytest.approx(2.62, abs=0.05)
+    (span,) = series["unhealthy_spans"]
+    assert not span["ongoing"]
+
+
+def _feed(store: Store, path: str, lines: list[str]) -> None:
+    LogPipeline(store, path, clock="log", year_reference=START + 100 * HOUR).consume(lines, read_at=START)
+
+
+def test_a_restart_in_the_middle_of_a_drop_stays_degraded(tmp_path):
+    path = write(tmp_path, [Phase(0, K15), Phase(2 * HOUR, K15, factor=0.6)], 6)
+    lines = Path(path).read_text().splitlines()
+    startup = [line for line in lines[:10] if "SpecDecoding" not in line and "Engine 000" not in line]
+    half = len(lines) * 2 // 3  # 4 h in: 2 h into the drop
+    settings = DeriveSettings()
+
+    def store() -> Store:
+        return Store({"5m": WINDOW}, health=health_memory(settings, ReferenceRule(), WINDOW))
+
+    first = store()
+    _feed(first, path, lines[:half])
+    state_dir = str(tmp_path / "state")
+    StateKeeper(first, state_dir).save()
+    before = snapshot_report(first.snapshot(), settings)["series"][0]
+    assert before["health"] == "degraded"
+
+    second = store()  # a new process: only the state dir is shared
+    StateKeeper(second, state_dir)
+    _feed(second, path, startup + lines[half:])  # the restarted server prints its startup again
+    after = snapshot_report(second.snapshot(), settings)["series"][0]
+    assert after["health"] == "degraded"
+    assert after["health_since"] == before["health_since"]  # the same drop, not a new one
+    assert after["reference"]["mean_acceptance_length"] == before["reference"]["mean_acceptance_length"]
+    assert after["reference"]["end"] < START + 2 * HOUR + WINDOW
+
+    # without the state dir the restarted sidecar would have learned the drop as normal
+    fresh = store()
+    _feed(fresh, path, startup + lines[half:])
+    assert snapshot_report(fresh.snapshot(), settings)["series"][0]["health"] != "degraded"
