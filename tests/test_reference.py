@@ -134,3 +134,24 @@ def test_a_restart_in_the_middle_of_a_drop_stays_degraded(tmp_path):
     fresh = store()
     _feed(fresh, path, startup + lines[half:])
     assert snapshot_report(fresh.snapshot(), settings)["series"][0]["health"] != "degraded"
+
+
+def test_the_demo_drop_off_stays_degraded_long_after_a_one_hour_half_life_forgot_it():
+    """The demo's scenario in the sidecar's pipeline, on the simulator's clock: with the 1 h
+    half-life average the demo showed `degraded` for about 6 minutes; the reference holds it for
+    the 30 minutes simulated here (the scenario never recovers)."""
+    from exporter.simulate.server import SimulatedServer
+
+    server = SimulatedServer(SCENARIOS["drop-off"], seed=3, start_time=START, log_interval=5.0)
+    settings = DeriveSettings(health_window="1m")
+    store = Store({"1m": 60.0}, clock=lambda: server.now, health=health_memory(settings, ReferenceRule(), 60.0))
+    pipeline = LogPipeline(store, "demo.log", clock="log", year_reference=START + HOUR)
+    drop = SCENARIOS["drop-off"].drop_after
+    assert drop is not None
+    seen = []
+    for _ in range(32):
+        pipeline.consume(server.advance(60.0), read_at=server.now)
+        entry = next(s for s in snapshot_report(store.snapshot(), settings, {"1m": 60.0})["series"])
+        seen.append((server.now - START, entry["health"]))
+    assert all(state in ("ok", "wasteful") for at, state in seen if at <= drop)
+    assert all(state == "degraded" for at, state in seen if at >= drop + 60), seen
