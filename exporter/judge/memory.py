@@ -22,11 +22,18 @@ def _utc(at: float | None) -> str:
     return "?" if at is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
 
 
+def _span(start: float | None, end: float | None) -> str:
+    first, last = _utc(start), _utc(end)
+    if first[:10] == last[:10]:  # one day: say it once
+        return f"{first[:16]}–{last[11:]}"
+    return f"{first} – {last}"
+
+
 def reference_baseline(profile: Profile) -> Baseline | None:
     length = profile.mean_acceptance_length
     if length is None:
         return None
-    return Baseline(length, float(profile.drafts), f"reference of {profile.drafts} healthy drafts, {_utc(profile.start)} – {_utc(profile.end)}")
+    return Baseline(length, float(profile.drafts), f"reference of {profile.drafts} healthy drafts, {_span(profile.start, profile.end)}")
 
 
 def health_memory(settings: DeriveSettings, rule: ReferenceRule, window_seconds: float) -> HealthMemory:
