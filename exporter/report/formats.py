@@ -45,11 +45,11 @@ def _memory_lines(s: dict[str, Any]) -> list[str]:
             f"  reference L = {_num(reference['mean_acceptance_length'])} (position 0 {_num(_at(reference['position_acceptance'], 0))}) "
             f"from {reference['drafts']} healthy drafts, {_utc(reference['start'])} – {_utc(reference['end'])}; {state}"
         )
-    for old in s.get("previous_references", []):
-        lines.append(
-            f"  earlier reference (method {old['method'] or '?'}, k = {old['num_speculative_tokens'] or '?'}): "
-            f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'])}"
-        )
+    lines.extend(
+        f"  earlier reference (method {old['method'] or '?'}, k = {old['num_speculative_tokens'] or '?'}): "
+        f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'])}"
+        for old in s.get("previous_references", [])
+    )
     for span in s.get("unhealthy_spans", []):
         stop = span["end"] if span["end"] is not None else end
         until = "the log's end" if span["ongoing"] else _utc(span["end"])
