@@ -41,7 +41,8 @@ def health_memory(settings: DeriveSettings, rule: ReferenceRule, window_seconds:
 
     def judge_state(key: SeriesKey, config: SpecConfig, recent: Totals, reference: Profile | None) -> str:
         current = derive(recent, settings.cost_for(config.method, key.model_name))
-        baseline = reference_baseline(reference) if reference is not None else None
+        length = reference.mean_acceptance_length if reference is not None else None
+        baseline = Baseline(length, float(reference.drafts), "") if reference is not None and length is not None else None  # only the state is kept
         return judge(current, baseline, settings.thresholds).state
 
     return HealthMemory(judge_state, window_seconds, rule)

@@ -119,6 +119,9 @@ class Profile:
         return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position),))
 
 
+_EMPTY = Profile()
+
+
 @dataclass(frozen=True, slots=True)
 class SpecIdentity:
     """The speculative config a reference belongs to: drafter method, k and draft model (None: not known)."""
@@ -179,7 +182,8 @@ def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tu
     """Follow a change of speculative config: the current reference retires, the new config's own
     (if it was seen before) comes back, else a new one starts learning. True when it switched."""
     if not memory.identity.conflicts(identity):
-        return replace(memory, identity=identity.filled(memory.identity)), False
+        filled = identity.filled(memory.identity)
+        return (memory if filled == memory.identity else replace(memory, identity=filled)), False
     retired = [r for r in memory.retired if r.identity != identity]
     comeback = next((r.profile for r in memory.retired if r.identity == identity), Profile())
     if memory.reference.buckets:
@@ -193,28 +197,32 @@ def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tu
 def observe(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
     """The memory after `interval`, judged `state` over the judged window that ends with it."""
     at = interval.end
-    memory = replace(memory, last_at=at)
     if state not in HEALTHY and state not in UNHEALTHY:  # no_data: too little to learn from or to judge by
-        return memory if memory.quiet_since is not None else replace(memory, quiet_since=at)
-    if state in HEALTHY and memory.state in UNHEALTHY:
+        return replace(memory, last_at=at, quiet_since=at if memory.quiet_since is None else memory.quiet_since)
+    current, since = memory.state, memory.since
+    if state in HEALTHY and current in UNHEALTHY:
         began = memory.recovering_since if memory.recovering_since is not None else at
         if at - began < rule.recovery_seconds:
-            return replace(memory, recovering_since=began, quiet_since=None)
-        memory = replace(memory, state=state, since=began)
-    memory = replace(memory, recovering_since=None)
-    if state != memory.state:
-        memory = replace(memory, state=state, since=at)
-    memory = replace(memory, quiet_since=None)
+            return replace(memory, last_at=at, recovering_since=began, quiet_since=None)
+        current, since = state, began
+    if state != current:
+        current, since = state, at
     if state in HEALTHY:
-        return replace(memory, reference=memory.reference.learn(interval, rule), pending=Profile(), unhealthy_since=None,
-                       spans=_closed(memory.spans, memory.since if memory.since is not None else at))
+        return replace(
+            memory, last_at=at, state=current, since=since, quiet_since=None, recovering_since=None,
+            reference=memory.reference.learn(interval, rule), pending=_EMPTY, unhealthy_since=None,
+            spans=_closed(memory.spans, since if since is not None else at),
+        )
     start = memory.unhealthy_since if memory.unhealthy_since is not None else at
     spans = memory.spans
     if not spans or spans[-1][1] is not None:
         spans = (*spans, (at, None, state))[-MAX_SPANS:]
     elif state == "broken" and spans[-1][2] != "broken":
         spans = (*spans[:-1], (spans[-1][0], None, "broken"))
-    memory = replace(memory, pending=memory.pending.learn(interval, rule), unhealthy_since=start, spans=spans)
+    memory = replace(
+        memory, last_at=at, state=current, since=since, quiet_since=None, recovering_since=None,
+        pending=memory.pending.learn(interval, rule), unhealthy_since=start, spans=spans,
+    )
     if rule.hold_seconds > 0 and at - start >= rule.hold_seconds:
         return adopt(memory, "hold", at, rule)
     return memory
