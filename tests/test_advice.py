@@ -75,7 +75,7 @@ def test_references_survive_a_restart_with_the_state_dir(tmp_path):
     log.write_text("\n".join(lines))
     with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state)) as exporter:
         exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == 31, "the capture")
-    saved = json.loads((state / "state.json").read_text())
+    saved = json.loads((state / "references.json").read_text())
     (memory,) = saved["references"]
     assert saved["version"] == 1 and sum(bucket[2] for bucket in memory["reference"]) > 25_000
     # restarted on a log that holds only the last two stats intervals: the baseline is the old run's

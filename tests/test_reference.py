@@ -171,3 +171,73 @@ def test_the_table_and_csv_say_since_when_and_mark_the_span(tmp_path):
     assert "reference L = 2.6" in table and re.search(r"degraded: 2026-11-18 13:\d\d UTC → the log's end \((23.9|24.0) h\)", table)
     rows = list(csv.DictReader(io.StringIO(render_csv(report))))
     assert float(rows[0]["health_since"]) == report["series"][0]["health_since"]
+
+
+def _interval(end: float, drafts: int = 1000, positions: tuple[int, ...] = (700, 400, 200)) -> Any:
+    from exporter.records import Interval, SeriesKey
+
+    key = SeriesKey("u", "m", "0", "log")
+    return Interval(key, end, drafts * len(positions), sum(positions), drafts, positions, len(positions), start=end - 10)
+
+
+def test_the_reference_pools_counts_in_buckets_and_forgets_whole_buckets():
+    from exporter.state.reference import Profile
+
+    rule = ReferenceRule(window_seconds=2 * HOUR, bucket_seconds=HOUR)
+    profile = Profile()
+    for minute in range(0, 180, 10):
+        profile = profile.learn(_interval(START + 60 * minute, positions=(700, 400, 200) if minute < 60 else (500, 200, 100)), rule)
+    assert len(profile.buckets) == 2  # the first hour left the window whole
+    assert profile.drafts == 12_000 and profile.accepted_per_position == (6_000, 2_400, 1_200)  # pooled sums, not averages
+    assert profile.mean_acceptance_length == pytest.approx(1 + 9_600 / 12_000)
+    assert profile.learn(_interval(START, drafts=0), rule) is profile  # nothing drafted: nothing learned
+
+
+def test_going_back_to_an_earlier_config_brings_its_reference_back():
+    from exporter.state.reference import SeriesMemory, SpecIdentity, observe, switch_config
+
+    rule = ReferenceRule(min_drafts=1)
+    k3, k5 = SpecIdentity("eagle3", 3, "d"), SpecIdentity("eagle3", 5, "d")
+    memory, switched = switch_config(SeriesMemory(), SpecIdentity(None, 3, None), START)
+    assert not switched and memory.identity == SpecIdentity(None, 3, None)
+    memory, switched = switch_config(memory, k3, START)
+    assert not switched and memory.identity == k3  # news, not a change
+    memory = observe(memory, _interval(START + 10), "ok", rule)
+    learned = memory.reference
+    memory, switched = switch_config(memory, k5, START + 20)
+    assert switched and memory.reference.drafts == 0 and memory.retired[0].profile == learned
+    memory, switched = switch_config(memory, k3, START + 30)
+    assert switched and memory.reference == learned
+    assert memory.retired == ()  # k5 learned nothing worth keeping; k3's reference is current again
+
+
+def test_a_memory_survives_its_json_and_a_broken_entry_is_skipped():
+    from exporter.state.reference import SeriesMemory, memory_from_json, memory_json, observe
+
+    rule = ReferenceRule(min_drafts=1, recovery_seconds=0)
+    memory = SeriesMemory()
+    for i, state in enumerate(["ok", "ok", "degraded", "broken", "no_data", "ok"]):
+        memory = observe(memory, _interval(START + 10 * i), state, rule)
+    assert memory.spans == ((START + 20, START + 50, "broken"),)
+    assert memory_from_json(memory_json(memory)) == memory
+    store = Store(health=health_memory(DeriveSettings(), rule, WINDOW))
+    assert store.import_memories([{"key": {"upstream": "u"}}, {"key": {"upstream": "u", "model_name": "m", "engine": "0", "source": "log"}}]) == 1
+
+
+def test_the_gauges_show_since_when_and_the_frozen_reference(tmp_path):
+    from helpers import Rendered
+
+    from exporter.expose.metrics import MetricsRenderer
+
+    path = write(tmp_path, [Phase(0, K15), Phase(2 * HOUR, K15, factor=0.6)], 4)
+    settings = DeriveSettings()
+    clock = START + 4 * HOUR
+    store = Store({"5m": WINDOW}, clock=lambda: clock, health=health_memory(settings, ReferenceRule(), WINDOW))
+    _feed(store, path, Path(path).read_text().splitlines())
+    entry = snapshot_report(store.snapshot(), settings, {"5m": WINDOW})["series"][0]
+    assert entry["health"] == "degraded"
+    rendered = Rendered(MetricsRenderer(store, settings))
+    labels = {"upstream": path, "model_name": K15.served_model_name, "engine": "0", "source": "log"}
+    assert rendered.get_sample_value("specdecode_health_since_timestamp_seconds", labels) == entry["health_since"]
+    assert rendered.get_sample_value("specdecode_reference_mean_acceptance_length", labels) == pytest.approx(entry["reference"]["mean_acceptance_length"])
+    assert rendered.get_sample_value("specdecode_reference_position_acceptance_ratio", {**labels, "position": "0"}) == pytest.approx(0.72, abs=0.02)
