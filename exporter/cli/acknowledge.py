@@ -15,19 +15,22 @@ import httpx
 
 from exporter.cli.options import option
 
+# its own SPECDECODE_ACK_* variables: serve's SPECDECODE_ENGINE (the server kind) or SPECDECODE_MODEL_NAME
+# set in a sidecar's container must not become this command's filters when it is run there
+
 
 @click.command()
-@option("--url", default="http://127.0.0.1:9847", show_default=True, help="The sidecar (serve) to tell.")
-@option("--model-name", required=True, help="model_name of the series to acknowledge.")
-@option("--engine", help="Only this engine (default: every engine of the model).")
-@option("--upstream", help="Only this upstream (a log path or target URL).")
-@option("--source", type=click.Choice(["log", "metrics", "plugin"]), help="Only this source.")
-@option("--config-method", help="The drafter method the series must run (a check: a mismatch changes nothing).")
-@option("--config-k", type=click.IntRange(min=1), help="num_speculative_tokens the series must run (a check).")
-@option("--config-draft-model", help="The draft model the series must run (a check).")
-@option("--user", help="Basic-auth user (the sidecar's --web-config-file).")
-@option("--password", help="Basic-auth password (prefer the SPECDECODE_PASSWORD variable to a flag).")
-@option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds to wait for the sidecar.")
+@option("--url", envvar="SPECDECODE_ACK_URL", default="http://127.0.0.1:9847", show_default=True, help="The sidecar (serve) to tell.")
+@option("--model-name", envvar="SPECDECODE_ACK_MODEL_NAME", required=True, help="model_name of the series to acknowledge.")
+@option("--engine", envvar="SPECDECODE_ACK_ENGINE", help="Only this engine (default: every engine of the model).")
+@option("--upstream", envvar="SPECDECODE_ACK_UPSTREAM", help="Only this upstream (a log path or target URL).")
+@option("--source", envvar="SPECDECODE_ACK_SOURCE", type=click.Choice(["log", "metrics", "plugin"]), help="Only this source.")
+@option("--config-method", envvar="SPECDECODE_ACK_CONFIG_METHOD", help="The drafter method the series must run (a check: a mismatch changes nothing).")
+@option("--config-k", envvar="SPECDECODE_ACK_CONFIG_K", type=click.IntRange(min=1), help="num_speculative_tokens the series must run (a check).")
+@option("--config-draft-model", envvar="SPECDECODE_ACK_CONFIG_DRAFT_MODEL", help="The draft model the series must run (a check).")
+@option("--user", envvar="SPECDECODE_ACK_USER", help="Basic-auth user (the sidecar's --web-config-file).")
+@option("--password", envvar="SPECDECODE_ACK_PASSWORD", help="Basic-auth password (prefer the variable to the flag: flags show in ps).")
+@option("--timeout", envvar="SPECDECODE_ACK_TIMEOUT", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds to wait for the sidecar.")
 def acknowledge(url: str, model_name: str, engine: str | None, upstream: str | None, source: str | None, config_method: str | None,
                 config_k: int | None, config_draft_model: str | None, user: str | None, password: str | None, timeout: float) -> None:
     """Accept a series' current acceptance as its new normal (after an intended change).
