@@ -133,7 +133,9 @@ class Settings:
     max_series: int = 1000
     state_dir: str | None = None
     web_config_file: str | None = None
-    baseline_half_life: float = 3600.0
+    reference_hold: float = 7 * 86400.0  # degraded longer than this becomes the new normal; 0: never
+    reference_window: float = 86400.0  # healthy traffic pooled into each series' reference
+    reference_min_drafts: int = 1000  # a reference judges once it holds this many drafts
     derive: DeriveSettings = field(default_factory=DeriveSettings)
 
     @property

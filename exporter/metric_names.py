@@ -68,24 +68,29 @@ WASTED_TOKENS_RATE = _m(
 HEALTH = _m(
     "health",
     "gauge",
-    "Drafter health verdict (ok, wasteful, degraded, broken, no_data) over the health window against the longest window: 1 for the current state.",
+    "Drafter health verdict (ok, wasteful, degraded, broken, no_data) over the health window against the series' reference: 1 for the current state.",
     *S,
     "state",
-)
-HEALTH_SINCE = _m(
-    "health_since_timestamp_seconds", "gauge",
-    "Unix time (UTC) the series' current health state began (labels as specdecode_health).", *S, "state",
-)
-REFERENCE_MEAN_ACCEPTANCE_LENGTH = _m(
-    "reference_mean_acceptance_length", "gauge",
-    "Mean acceptance length of the series' reference: pooled over a long healthy span of its speculative config, frozen while degraded or broken.",
-    *S,
 )
 VERDICT_INFO = _m(
     "verdict_info", "info",
     "Why the health verdict is what it is: a stable reason code (the sentence with the numbers is in /api/v1/status).",
     *S, "state", "reason",
 )
+# The verdict's memory (issue 17): the reference learned while healthy, frozen while degraded.
+HEALTH_SINCE = _m(
+    "health_since_timestamp_seconds", "gauge",
+    "Unix time (UTC) the series' current health state began: with specdecode_health, how long it has been degraded.", *S,
+)
+REFERENCE_MEAN_ACCEPTANCE_LENGTH = _m(
+    "reference_mean_acceptance_length", "gauge",
+    "Mean acceptance length (1 + A/D pooled) of the reference the verdict judges against: learned only while healthy, "
+    "frozen while degraded or broken; absent while it is still learning.", *S,
+)
+REFERENCE_POSITION_ACCEPTANCE = _m(
+    "reference_position_acceptance_ratio", "gauge", "Per-position acceptance (A_i/D pooled) of the verdict's reference.", *S, "position",
+)
+
 EXPECTED_SPEEDUP = _m(
     "expected_speedup", "gauge",
     "Estimated speed-up over plain decoding if only the first speculative_tokens positions were drafted (E(k)/step cost(k)).",

@@ -1,4 +1,4 @@
-"""The advice: recommended k with its curve, verdicts with reasons, notes, and baselines that survive restarts."""
+"""The advice: recommended k with its curve, verdicts with reasons, notes, and references that survive restarts."""
 
 from __future__ import annotations
 
@@ -68,16 +68,16 @@ def test_verdict_reason_and_speedup_curve_are_exported():
 
 
 @pytest.mark.slow  # restarts a running sidecar
-def test_baselines_survive_a_restart_with_the_state_dir(tmp_path):
+def test_references_survive_a_restart_with_the_state_dir(tmp_path):
     state = tmp_path / "state"
     log = tmp_path / "vllm.log"
     lines = (CAPTURE / "server.log").read_bytes().decode().split("\n")
     log.write_text("\n".join(lines))
     with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state)) as exporter:
         exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == 31, "the capture")
-    saved = json.loads((state / "state.json").read_text())
-    (average,) = saved["averages"]
-    assert saved["version"] == 1 and average["drafts"] > 25_000
+    saved = json.loads((state / "references.json").read_text())
+    (memory,) = saved["references"]
+    assert saved["version"] == 1 and sum(bucket[2] for bucket in memory["reference"]) > 25_000
     # restarted on a log that holds only the last two stats intervals: the baseline is the old run's
     tail = [line for line in lines if "SpecDecoding" in line or "Engine 000" in line][-4:]
     log.write_text("\n".join(lines[:30] + tail) + "\n")
@@ -85,8 +85,8 @@ def test_baselines_survive_a_restart_with_the_state_dir(tmp_path):
         # the counters continue from the saved run (31 spec lines) rather than restarting at 0
         exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == 31 + 2, "the short log")
         entry = next(s for s in exporter.get_json("/api/v1/status")["series"] if s["window"] == "1m")
-        assert entry["baseline"]["source"] == "its slow average"
-        assert entry["baseline"]["drafts"] > 25_000
+        assert entry["baseline"]["source"].startswith("reference of ")
+        assert entry["baseline"]["drafts"] > 25_000 and entry["reference"]["drafts"] > 25_000
 
 
 def test_tree_drafting_is_judged_by_length_not_acceptance_ratio():

@@ -178,7 +178,7 @@ def sidecar_series(instance: str, judged: list[tuple[int, str]], reference: str 
         {"series": f'{names.MEAN_ACCEPTANCE_LENGTH.name}{{{labels},window="5m"}}', "values": gauge_values(judged)},
         {"series": f"{names.DRAFTS.sample_name}{{{labels}}}", "values": f"0+6000x{total - 1}"},
         {"series": f'{names.HEALTH.name}{{{labels},state="degraded"}}', "values": gauge_values([(120, "0"), (total - 120, "1")])},
-        {"series": f'{names.HEALTH_SINCE.name}{{{labels},state="degraded"}}', "values": f"{since}x{total - 1}"},
+        {"series": f"{names.HEALTH_SINCE.name}{{{labels}}}", "values": f"{since}x{total - 1}"},
     ]
     if reference is not None:
         series.append({"series": f"{names.REFERENCE_MEAN_ACCEPTANCE_LENGTH.name}{{{labels}}}", "values": f"{reference}x{total - 1}"})

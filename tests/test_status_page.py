@@ -1,14 +1,18 @@
 """The status page in headless Chromium (Debian's, driven by Playwright; never a browser download).
 
 A real `demo` runs — the simulator and the sidecar reading its log and /metrics — with a drop-off
-after 15 s and a 10 s health window, so the page must show `ok` and then `degraded`. The bars must
-show the values the status API reports. Screenshots go to test-artifacts/.
+after 20 s and a 10 s health window, so the page must show `ok` and then `degraded`, and stay
+degraded against the frozen reference for many windows (a short --reference-hold then makes the
+drop the new normal, so the test does not wait days). The bars must show the values the status API
+reports; at 1280 px no label may wrap. Screenshots go to test-artifacts/.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +20,7 @@ import httpx
 import pytest
 from helpers import cli, free_port, running_process
 from playwright.sync_api import Browser, Page, sync_playwright
+from waiting import wait_until
 
 pytestmark = pytest.mark.slow  # headless Chromium against a running demo
 
@@ -25,6 +30,12 @@ FLAGS = [
     "--disable-component-update", "--disable-sync", "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+HOLD = 50.0  # seconds degraded before the drop becomes the new normal
+WRAPPED = """() => [...document.querySelectorAll('.numbers span, .badge, .verdict, .since, .legend span, .card h2')]
+  .filter((e) => { const rects = e.getClientRects(), style = getComputedStyle(e);
+    const line = parseFloat(style.lineHeight) || 1.45 * parseFloat(style.fontSize);
+    return e.matches('.card h2') ? e.getBoundingClientRect().height > 2 * line : rects.length > 1 || e.getBoundingClientRect().height > 1.6 * line; })
+  .map((e) => e.className + ': ' + e.textContent)"""
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +52,9 @@ def browser() -> Iterator[Browser]:
 def demo() -> Iterator[str]:
     port = free_port()
     command = cli(
-        "demo", "--listen", f"127.0.0.1:{port}", "--drop-after", "15",
+        "demo", "--listen", f"127.0.0.1:{port}", "--drop-after", "20",
         "--log-interval", "1", "--window", "10s,2m", "--health-window", "10s", "--seed", "3",
+        "--reference-min-drafts", "400", "--reference-hold", f"{HOLD:g}s",
     )
     with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "demo"):
         yield f"http://127.0.0.1:{port}"
@@ -72,7 +84,37 @@ def test_curve_values_and_the_drop_off_verdict(browser, demo):
 
     page.wait_for_selector('.card[data-source="log"] .verdict.degraded', timeout=60_000)
     assert "fell from" in card.locator(".reason").inner_text()
+    assert re.fullmatch(r"since (\d\d-\d\d )?\d\d:\d\d UTC \(\d+ min\)", card.locator(".since").inner_text())
+    assert float(card.locator(".ref-l").inner_text()) > float(card.locator(".mal").inner_text()) + 0.3
+    assert card.locator("line.ref-tick").count() == 4
     page.screenshot(path=str(ARTIFACTS / "status-page-degraded.png"), full_page=True)
+
+    # full width at 1280 px, and no label wraps
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_timeout(100)  # one layout pass after the resize
+    widths = page.evaluate("() => [document.querySelector('.card').getBoundingClientRect().width, document.documentElement.clientWidth]")
+    assert widths[0] > widths[1] - 60  # the card spans the page (less the padding)
+    assert page.evaluate(WRAPPED) == []
+    page.screenshot(path=str(ARTIFACTS / "status-page-degraded-1280.png"), full_page=True)
+
+    # many health windows later it is still degraded, since the same moment: the reference is frozen
+    def log_entry() -> dict:  # type: ignore[type-arg]
+        return next(s for s in httpx.get(demo + "/api/v1/status").json()["series"] if s["source"] == "log" and s["window"] == "10s")
+
+    first = log_entry()
+    assert first["health"] == "degraded"
+    def three_windows_later() -> dict | None:  # type: ignore[type-arg]
+        entry = log_entry()
+        return entry if entry["health"] != "degraded" or time.time() - first["health_since"] >= 3 * 10 else None
+
+    later = wait_until(three_windows_later, "three health windows after the drop was found")
+    assert later["health"] == "degraded" and later["health_since"] == first["health_since"]
+    assert later["reference"]["mean_acceptance_length"] == first["reference"]["mean_acceptance_length"]  # frozen
+
+    # after the hold the drop is the new normal, and the old reference is shown beside it
+    page.wait_for_selector('.card[data-source="log"] .verdict.ok', timeout=int((HOLD + 30) * 1000))
+    assert "hold" in card.locator(".previous").first.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "status-page-after-hold.png"), full_page=True)
     page.close()
 
 

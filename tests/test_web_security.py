@@ -165,5 +165,6 @@ def test_no_endpoint_takes_a_target_from_the_caller():
 
     app = create_app(Store(), DeriveSettings())
     paths = {route.path for route in app.routes if hasattr(route, "methods")}
-    assert paths == {"/metrics", "/api/v1/status", "/-/healthy", "/", "/static/{name}"}
-    assert all(route.methods <= {"GET", "HEAD"} for route in app.routes if hasattr(route, "methods"))
+    assert paths == {"/metrics", "/api/v1/status", "/-/healthy", "/", "/static/{name}", "/api/v1/acknowledge"}
+    # the one POST names a series by its labels, never a URL
+    assert all(route.methods <= ({"POST"} if route.path == "/api/v1/acknowledge" else {"GET", "HEAD"}) for route in app.routes if hasattr(route, "methods"))

@@ -12,13 +12,15 @@ import sys
 import click
 
 from exporter import __version__
-from exporter.cli.options import derive_options, option, parse_windows
+from exporter.cli.acknowledge import acknowledge
+from exporter.cli.options import derive_options, option, parse_windows, reference_options, reference_rule_args
 from exporter.cli.simulation import demo, simulate
 from exporter.config import DEFAULT_LISTEN, DEFAULT_WINDOWS, ConfigError, LogFormat, Settings, load_derive_settings, parse_duration, parse_listen
 from exporter.parse.exposition import ENGINES
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
 from exporter.sources.targets import TargetsError, default_pairs, target_from_url
+from exporter.state.reference import ReferenceRule
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -37,8 +39,11 @@ def main(log_level: str) -> None:
 @option("--format", "output_format", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True, help="Report format.")
 @option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal).")
 @option("--plot", type=click.Path(dir_okay=False, writable=True), help="Also draw the acceptance curves to this PNG (needs the [plot] extra).")
+@option("--health-window", default="5m", show_default=True, help="Window the verdict judges: analyze judges the log's last one.")
+@reference_options
 @derive_options
-def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, config_path: str | None,
+def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, health_window: str,
+                reference_hold: str, reference_window: str, reference_min_drafts: int, config_path: str | None,
                 draft_token_cost: float | None, model_name: str | None, log_format: LogFormat) -> None:
     """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
 
@@ -55,10 +60,12 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
             except OSError as error:
                 raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
     try:
-        settings = load_derive_settings(config_path, draft_token_cost)
-    except ConfigError as error:
+        parse_duration(health_window)
+        settings = load_derive_settings(config_path, draft_token_cost, health_window)
+    except (ConfigError, ValueError) as error:
         raise click.UsageError(str(error)) from None
-    report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress))
+    reference = ReferenceRule.of(*reference_rule_args(reference_hold, reference_window, reference_min_drafts))
+    report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress, reference=reference))
     if plot:
         from exporter.report.plot import PlotUnavailable, plot_report
 
@@ -104,7 +111,8 @@ def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
 @option("--stale-after", default="5m", show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
 @option("--state-dir", type=click.Path(file_okay=False), help="Keep what a restart must not forget here (read positions, counters, baselines).")
 @option("--web-config-file", type=click.Path(dir_okay=False), help="TLS and basic auth, in the Prometheus exporter-toolkit's format; re-read on change.")
-@option("--baseline-half-life", default="1h", show_default=True, help="Half-life of each series' slow average, the baseline of the `degraded` verdict.")
+@option("--baseline-half-life", hidden=True, help="Gone: the verdict's baseline is each series' reference (--reference-*); ignored with a warning.")
+@reference_options
 @option("--from-start", is_flag=True, help="Read existing files from their start instead of their end.")
 @option("--listen", default=DEFAULT_LISTEN, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
 @option("--window", "windows", multiple=True, default=DEFAULT_WINDOWS, show_default=True,
@@ -119,18 +127,21 @@ def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
 @derive_options
 def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, plugin_dirs: tuple[str, ...], scrape_interval: float,
           scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
-          state_dir: str | None, web_config_file: str | None, baseline_half_life: str, from_start: bool, listen: str, windows: tuple[str,
+          state_dir: str | None, web_config_file: str | None, baseline_half_life: str | None, reference_hold: str, reference_window: str,
+          reference_min_drafts: int, from_start: bool, listen: str, windows: tuple[str,
               ...], health_window: str,
           poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: LogFormat) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
     if not logs and not targets and not targets_file and not plugin_dirs:
         raise click.UsageError("nothing to read: give --log, --target, --targets-file or --vllm-plugin-dir")
+    if baseline_half_life is not None:
+        logging.getLogger(__name__).warning("--baseline-half-life is gone and ignored: the verdict judges against each series' reference (--reference-hold)")
     try:
         stale_seconds = parse_duration(stale_after)
-        half_life = parse_duration(baseline_half_life)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--stale-after/--baseline-half-life") from None
+        raise click.BadParameter(str(error), param_hint="--stale-after") from None
+    hold, reference_seconds, min_drafts = reference_rule_args(reference_hold, reference_window, reference_min_drafts)
     try:
         parse_listen(listen)
         derive_settings = load_derive_settings(config_path, draft_token_cost, health_window, stale_seconds)
@@ -151,7 +162,8 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         Settings(
             logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
             scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
-            state_dir=state_dir, web_config_file=web_config_file, baseline_half_life=half_life, from_start=from_start,
+            state_dir=state_dir, web_config_file=web_config_file, from_start=from_start,
+            reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts,
             log_format=log_format, listen=listen, windows=window_map,
             poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
             max_series=max_series, derive=derive_settings,
@@ -193,6 +205,7 @@ def check_config(drafter: str, target_path: str | None, num_speculative_tokens: 
 
 
 main.add_command(simulate)
+main.add_command(acknowledge)
 main.add_command(demo)
 
 if __name__ == "__main__":

@@ -66,3 +66,27 @@ def parse_windows(values: tuple[str, ...]) -> dict[str, float]:
         return {name: parse_duration(name) for name in names}
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--window") from None
+
+
+def reference_options(func: F) -> F:
+    """Options shared by `serve`, `analyze` and `demo`: how each series' reference is learned and replaced."""
+    func = option("--reference-min-drafts", type=click.IntRange(min=1), default=1000, show_default=True,
+        help="A series' reference judges (the relative `degraded` verdict) once it pools this many healthy drafts.")(func)
+    func = option("--reference-window", default="1d", show_default=True,
+        help="Healthy traffic pooled into each series' reference (in hourly-or-finer buckets; older ones leave it).")(func)
+    func = option("--reference-hold", default="7d", show_default=True,
+        help="A series degraded or broken for longer than this takes its current acceptance as the new normal; 0: never.")(func)
+    return func
+
+
+def reference_rule_args(hold: str, window: str, min_drafts: int) -> tuple[float, float, int]:
+    """--reference-* values as seconds (hold 0 = never): (hold, window, min drafts); click errors name the flag."""
+    try:
+        hold_seconds = 0.0 if hold.strip() in ("0", "0s", "never") else parse_duration(hold)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--reference-hold") from None
+    try:
+        window_seconds = parse_duration(window)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--reference-window") from None
+    return hold_seconds, window_seconds, min_drafts

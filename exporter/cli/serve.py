@@ -9,16 +9,18 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from exporter.config import Settings
+from exporter.config import Settings, parse_duration
 from exporter.expose.app import Source, create_app
 from exporter.expose.websecurity import WebSecurity
 from exporter.intervals.pipeline import pipelines_into
 from exporter.intervals.scrapes import ScrapeInterpreter
+from exporter.judge.memory import health_memory
 from exporter.sources.logsource import LogSource
 from exporter.sources.scrape import ScrapeSource
 from exporter.sources.stdin import STDIN_UPSTREAM, StdinSource
 from exporter.sources.targets import target_from_url
 from exporter.state.persist import StateKeeper
+from exporter.state.reference import ReferenceRule
 from exporter.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -26,7 +28,9 @@ log = logging.getLogger(__name__)
 
 def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
-    store = Store(settings.windows, max_series=settings.max_series, baseline_half_life=settings.baseline_half_life)
+    rule = ReferenceRule.of(settings.reference_hold, settings.reference_window, settings.reference_min_drafts)
+    judged = settings.windows.get(settings.derive.health_window) or parse_duration(settings.derive.health_window)
+    store = Store(settings.windows, max_series=settings.max_series, health=health_memory(settings.derive, rule, judged))
     store.pairs = list(settings.pairs)
     sources: list[Source] = []
     pipelines = pipelines_into(store, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import click
 
-from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, parse_windows
+from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, parse_windows, reference_options, reference_rule_args
 from exporter.config import ConfigError, parse_listen
 from exporter.simulate.scenarios import SCENARIOS, Scenario
 
@@ -82,10 +82,11 @@ def simulate(scenario: str, speed: float, seed: int, k: int | None, rates: str |
 @option("--sim-listen", default="127.0.0.1:0", show_default=True, help="host:port of the simulated vLLM (port 0: any free port).")
 @option("--log-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds between the simulated server's stats lines.")
 @option("--window", "windows", multiple=True, default=("1m", "5m", "1h"), show_default=True, help="Windows of the gauges; repeatable or comma-separated.")
-@option("--health-window", default="1m", show_default=True, help="Window the verdict judges; the longest window is its baseline.")
+@option("--health-window", default="1m", show_default=True, help="Window the verdict judges against each series' reference.")
+@reference_options
 def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | None, drop_after: float | None,
          restart_after: float | None, drafts_per_second: float | None, listen: str, sim_listen: str, log_interval: float,
-         windows: tuple[str, ...], health_window: str) -> None:
+         windows: tuple[str, ...], health_window: str, reference_hold: str, reference_window: str, reference_min_drafts: int) -> None:
     """Zero-setup demo: a simulated vLLM, the sidecar reading its log and /metrics, the status page."""
     from exporter.cli.demo import run_demo
 
@@ -101,4 +102,5 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
     run_demo(
         chosen, listen=listen, sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval,
         speed=speed, windows=window_map, health_window=health_window,
+        reference=reference_rule_args(reference_hold, reference_window, reference_min_drafts),
     )

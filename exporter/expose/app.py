@@ -6,6 +6,7 @@ its lifespan, so a test can run the whole sidecar in-process or as a subprocess 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -16,6 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from exporter import __version__
 from exporter.config import DeriveSettings
+from exporter.expose.acknowledge import acknowledge
 from exporter.expose.metrics import CONTENT_TYPE, MetricsRenderer
 from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
 from exporter.judge.assess import judged_window
@@ -76,6 +78,15 @@ def create_app(
     def status() -> JSONResponse:
         return JSONResponse(_status(store, settings))
 
+    @app.post("/api/v1/acknowledge")
+    async def acknowledge_route(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        status_code, answer = acknowledge(store, settings, body, _who(request))
+        return JSONResponse(answer, status_code=status_code)
+
     @app.get("/-/healthy")
     def healthy() -> PlainTextResponse:
         return PlainTextResponse("OK\n")
@@ -92,6 +103,19 @@ def create_app(
         return Response(_asset(name), media_type=media_type, headers={"Cache-Control": "no-cache"})
 
     return app
+
+
+def _who(request: Request) -> str:
+    """Who asked, for the log: the client's address and the basic-auth user when there is one."""
+    client = request.client.host if request.client else "?"
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("basic "):
+        try:
+            user = base64.b64decode(header[6:]).decode("utf-8", "replace").partition(":")[0]
+        except ValueError:
+            user = "?"
+        return f"{user}@{client}"
+    return client
 
 
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:

@@ -6,7 +6,7 @@ longer than the grace period its series stop exporting windowed gauges and a ver
 stale is presented as current. The counters stay: they are still true totals.
 
 Each series' sample lines are rendered once and reused while its inputs (totals, windows, config,
-slow average, staleness) stay equal: a scrape of a thousand unchanged series only joins strings.
+reference memory, staleness) stay equal: a scrape of a thousand unchanged series only joins strings.
 prometheus_client's collector model would format every sample on every scrape (≈0.6 s for a
 thousand series); its value formatting (`floatToGoString`) and its text layout are kept exactly
 — sorted labels, escaping, `_total` and `_info` names — and a test compares the two byte for byte.
@@ -27,6 +27,7 @@ from exporter.expose.labels import clean
 from exporter.judge.assess import assess, judged_window
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived, derive
+from exporter.judge.memory import health_since
 from exporter.judge.verdict import STATES
 from exporter.records import SeriesKey
 from exporter.state.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
@@ -159,7 +160,7 @@ class MetricsRenderer:
         cache: dict[SeriesKey, tuple[object, dict[str, str]]] = {}
         for series in snapshot.series:
             is_stale = series.key.upstream in stale
-            fingerprint = (series.lifetime, series.windows, series.config, series.average, is_stale)
+            fingerprint = (series.lifetime, series.windows, series.config, series.memory, is_stale)
             cached = self._cache.get(series.key)
             if cached is None or cached[0] != fingerprint:
                 lines = _Lines()
@@ -220,6 +221,7 @@ class MetricsRenderer:
                 for candidate in STATES:
                     add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
                 info(names.VERDICT_INFO, {**dict(zip(names.SERIES_LABELS, labels, strict=False)), "state": state, "reason": assessment.verdict.reason})
+                _memory_gauges(series, state, labels, add)
 
     @staticmethod
     def _config_info(snapshot: Snapshot, info: Callable[[names.MetricSpec, dict[str, str]], None]) -> None:
@@ -270,6 +272,21 @@ class MetricsRenderer:
             add(names.LAST_SPEC_LINE, [upstream], source.last_spec_line)
         add(names.LOG_ROTATIONS, [upstream], source.rotations)
         add(names.LOG_TRUNCATIONS, [upstream], source.truncations)
+
+
+def _memory_gauges(series: SeriesSnapshot, state: str, labels: list[str], add: Add) -> None:
+    """When the current health began, and the reference it is judged against (once it judges)."""
+    since = health_since(series.memory, state)
+    if since is not None:
+        add(names.HEALTH_SINCE, labels, since)
+    if series.memory is None or series.reference_rule is None:
+        return
+    reference = series.memory.ready(series.reference_rule)
+    if reference is None or reference.mean_acceptance_length is None:
+        return
+    add(names.REFERENCE_MEAN_ACCEPTANCE_LENGTH, labels, reference.mean_acceptance_length)
+    for position, rate in enumerate(reference.position_acceptance):
+        add(names.REFERENCE_POSITION_ACCEPTANCE, [*labels, str(position)], rate)
 
 
 _SAMPLED = {

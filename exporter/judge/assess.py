@@ -1,7 +1,9 @@
 """Assess a series over a span: derive once, pick its baseline, judge, and note caveats.
 
 Shared by the report (analyze, /api/v1/status) and the collector, so both always say the same.
-The baseline is the series' slow average when it holds enough drafts, else its longest window.
+The baseline is the series' reference (state/reference.py: learned only while healthy, frozen
+while degraded) when the store keeps one; a store without memory (a bare `Store()`) falls back to
+the series' longest window.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from dataclasses import dataclass
 
 from exporter.config import DeriveSettings, parse_duration
 from exporter.judge.derive import Derived, derive
+from exporter.judge.memory import reference_baseline
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
+from exporter.state.reference import HEALTHY, UNHEALTHY
 from exporter.state.store import SeriesSnapshot
 from exporter.state.window import Totals
 
@@ -51,11 +55,11 @@ def _notes(derived: Derived | None, k: int | None, method: str | None) -> tuple[
 
 
 def baseline_for(series: SeriesSnapshot, span: str, settings: DeriveSettings) -> Baseline | None:
-    if span == "lifetime":
+    if span == "lifetime" and series.recent is None:
         return None
-    if series.average is not None and series.average[1] >= settings.thresholds.min_drafts:
-        length, weight = series.average
-        return Baseline(length, weight, "its slow average")
+    if series.memory is not None and series.reference_rule is not None:
+        ready = series.memory.ready(series.reference_rule)
+        return reference_baseline(ready) if ready is not None else None  # still learning: no relative verdict
     if not series.windows:
         return None
     longest = max(series.windows, key=parse_duration)
@@ -70,8 +74,25 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
     baseline = baseline_for(series, span, settings)
     k = series.config.num_speculative_tokens or (derived.num_speculative_tokens if derived else None)
     window = None if span == "lifetime" else span
+    judged = derived
+    if span == "lifetime" and series.recent is not None:
+        # a whole log (analyze) is judged as the sidecar would have judged its end: the last health window
+        judged = derive(series.recent, settings.cost_for(series.config.method, series.key.model_name))
+        window = f"the last {settings.health_window}"
     notes = _notes(derived, k, series.config.method)
-    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), notes, k)
+    verdict = _held(judge(judged, baseline, settings.thresholds, window), series)
+    return Assessment(span, totals, derived, baseline, verdict, notes, k)
+
+
+def _held(verdict: Verdict, series: SeriesSnapshot) -> Verdict:
+    """A degraded or broken series is healthy again only once its memory says the recovery held."""
+    memory, rule = series.memory, series.reference_rule
+    if memory is None or rule is None or memory.state not in UNHEALTHY or verdict.state not in HEALTHY:
+        return verdict
+    return Verdict(
+        memory.state, "recovering",
+        f"{verdict.message} — but {memory.state} until that holds for {rule.recovery_seconds / 60:g} min",
+    )
 
 
 def judged_window(settings: DeriveSettings, window_seconds: Mapping[str, float]) -> str | None:

@@ -13,6 +13,8 @@ from exporter.config import DeriveSettings, parse_duration
 from exporter.judge.assess import assess
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived
+from exporter.judge.memory import health_since
+from exporter.state.reference import Profile, SeriesMemory, SpecIdentity
 from exporter.state.store import SeriesSnapshot, Snapshot
 from exporter.state.window import Totals
 
@@ -87,10 +89,49 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
             "drafts": round(assessment.baseline.drafts, 1),
             "source": assessment.baseline.source,
         },
+        "health_since": health_since(series.memory, assessment.verdict.state),
+        **memory_fields(series.memory, series.reference_rule.min_drafts if series.reference_rule else 0),
         "notes": list(assessment.notes),
         "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],
         "start": totals.start,
         "end": totals.end,
+    }
+
+
+def _identity(identity: SpecIdentity) -> dict[str, Any]:
+    return {"method": identity.method, "num_speculative_tokens": identity.k, "draft_model": identity.draft_model}
+
+
+def profile_fields(profile: Profile) -> dict[str, Any]:
+    """A reference as plain data: pooled L and per-position rates, and what they were pooled from."""
+    return {
+        "mean_acceptance_length": _round(profile.mean_acceptance_length),
+        "position_acceptance": [_round(r) for r in profile.position_acceptance],
+        "drafts": profile.drafts,
+        "start": profile.start,
+        "end": profile.end,
+    }
+
+
+def memory_fields(memory: SeriesMemory | None, min_drafts: int) -> dict[str, Any]:
+    """The reference the verdict judges against, the earlier ones, and the unhealthy spans."""
+    if memory is None:
+        return {"reference": None, "previous_references": [], "unhealthy_spans": [], "reference_adopted": None}
+    return {
+        "reference": {
+            **profile_fields(memory.reference),
+            **_identity(memory.identity),
+            "ready": memory.reference.drafts >= min_drafts,
+            "min_drafts": min_drafts,
+            "learning": memory.state in ("", "ok", "wasteful") and memory.quiet_since is None,
+        },
+        "previous_references": [
+            {**profile_fields(r.profile), **_identity(r.identity), "retired": r.reason, "retired_at": r.at} for r in memory.retired
+        ],
+        "unhealthy_spans": [
+            {"start": start, "end": end, "ongoing": end is None, "worst": worst} for start, end, worst in memory.spans
+        ],
+        "reference_adopted": None if memory.adopted is None else {"how": memory.adopted[0], "at": memory.adopted[1]},
     }
 
 

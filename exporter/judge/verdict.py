@@ -2,7 +2,7 @@
 
   broken    acceptance collapsed: L near 1 *and* position 0 far below what a working drafter
             reaches (the misconfigured-drafter signature: L 1.1, r_0 0.11 in the real case);
-  degraded  L − 1 fell by more than a fraction against the series' own baseline window, or L is
+  degraded  L − 1 fell by more than a fraction against the series' reference (learned while healthy), or L is
             below a configured floor;
   wasteful  trailing positions cost more than they return: drafting the recommended k' instead of
             k would be faster by more than a margin (15 drafted, 3–4 paying off);
@@ -22,11 +22,11 @@ STATES = ("ok", "wasteful", "degraded", "broken", "no_data")
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
-    """What a series normally does: its own earlier acceptance (a long window, or its slow average)."""
+    """What a series normally does: its reference (learned while healthy), or a long window of a store that keeps none."""
 
     mean_acceptance_length: float
     drafts: float
-    source: str  # e.g. "1h window" or "average (half-life 1h)"
+    source: str  # e.g. "1h window" or "reference of 576208 healthy drafts, …"
 
 
 @dataclass(frozen=True, slots=True)

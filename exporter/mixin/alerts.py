@@ -36,7 +36,7 @@ def _alert(
 def _first_value(query_format: str, labels: tuple[str, ...], fmt: str) -> str:
     """A template that queries one value by the alert's own labels, and prints nothing if absent."""
     matchers = ", ".join(f"{label}=%q" for label in labels)
-    args = " ".join(f"$labels.{label}" for label in labels)
+    args = " ".join(f"$labels.{label}" for label in labels * query_format.count("MATCHERS"))  # once per selector
     query = query_format.replace("MATCHERS", matchers)
     return f"{{{{ with printf `{query}` {args} | query }}}}{fmt}{{{{ end }}}}"
 
@@ -54,7 +54,7 @@ def _drop_alerts(config: MixinConfig, traffic: str) -> list[dict[str, Any]]:
     series = ("job", "instance", *names.SERIES_LABELS)
     side_reference = _first_value(names.REFERENCE_MEAN_ACCEPTANCE_LENGTH.name + "{MATCHERS}", series, '{{ . | first | value | printf "%.2f" }}')
     since = _first_value(
-        f"{names.HEALTH_SINCE.name}{{MATCHERS}} and on({', '.join(series)}, state) {names.HEALTH.name} == 1",
+        f"{names.HEALTH_SINCE.name}{{MATCHERS}} * on({', '.join(series)}) group_left(state) ({names.HEALTH.name}{{MATCHERS}} == 1)",
         series,
         '; its verdict has been {{ . | first | label "state" }} since {{ . | first | value | humanizeTimestamp }}',
     )

@@ -13,15 +13,17 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import IO, Any, cast
 
 from tqdm import tqdm
 
-from exporter.config import DeriveSettings, LogFormat
+from exporter.config import DeriveSettings, LogFormat, parse_duration
 from exporter.intervals.pipeline import LogPipeline
+from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
+from exporter.state.reference import ReferenceRule
 from exporter.state.store import Store
 
 CHUNK = 1 << 20
@@ -39,6 +41,7 @@ class AnalyzeOptions:
     model_name: str | None = None
     max_line_bytes: int = 1 << 20
     progress: bool | None = None  # None: only on a TTY
+    reference: ReferenceRule = field(default_factory=ReferenceRule)  # the verdict's memory, run on the log's own clock
 
 
 @contextlib.contextmanager
@@ -81,7 +84,7 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
 
 def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions) -> dict[str, Any]:
     """Read every path and return the report (the `--format json` document)."""
-    store = Store()
+    store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)))
     for path in paths:
         feed_file(path, store, options)
     return snapshot_report(store.snapshot(), settings)

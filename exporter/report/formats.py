@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from typing import Any
 
 CSV_COLUMNS = (
     "upstream", "model_name", "engine", "format", "lines", "drafts", "draft_tokens", "accepted_tokens",
     "mean_acceptance_length", "draft_acceptance_ratio", "num_speculative_tokens",
-    "recommended_speculative_tokens", "health", "position", "accepted", "position_acceptance",
+    "recommended_speculative_tokens", "health", "health_since", "position", "accepted", "position_acceptance",
     "conditional_acceptance",
 )
 
@@ -20,6 +21,41 @@ def _num(value: Any, spec: str = ".3f") -> str:
 
 def _at(values: list[Any], index: int) -> Any:
     return values[index] if index < len(values) else None
+
+
+def _utc(at: float | None) -> str:
+    return "?" if at is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def _memory_lines(s: dict[str, Any]) -> list[str]:
+    """Since when the verdict holds, the reference it is judged against, and the unhealthy spans."""
+    lines = []
+    end = s["end"]
+    if s.get("health_since") is not None:
+        held = f" ({_hours(end - s['health_since'])} before the log's end)" if end is not None else ""
+        lines.append(f"  {s['health']} since {_utc(s['health_since'])}{held}")
+    reference = s.get("reference")
+    if reference and reference["drafts"]:
+        state = "judging" if reference["ready"] else f"learning, {reference['drafts']} of {reference['min_drafts']} drafts"
+        lines.append(
+            f"  reference L = {_num(reference['mean_acceptance_length'])} (position 0 {_num(_at(reference['position_acceptance'], 0))}) "
+            f"from {reference['drafts']} healthy drafts, {_utc(reference['start'])} – {_utc(reference['end'])}; {state}"
+        )
+    lines.extend(
+        f"  earlier reference (method {old['method'] or '?'}, k = {old['num_speculative_tokens'] or '?'}): "
+        f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'])}"
+        for old in s.get("previous_references", [])
+    )
+    for span in s.get("unhealthy_spans", []):
+        stop = span["end"] if span["end"] is not None else end
+        until = "the log's end" if span["ongoing"] else _utc(span["end"])
+        length = f" ({_hours(stop - span['start'])})" if stop is not None else ""
+        lines.append(f"  {span['worst']}: {_utc(span['start'])} → {until}{length}")
+    return lines
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -46,6 +82,7 @@ def render_table(report: dict[str, Any]) -> str:
             f"mean draft length {_num(s['mean_draft_length'], '.2f')}"
         )
         out.append(f"  recommended k = {_num(s['recommended_speculative_tokens'], 'd')}   verdict: {s['health']} — {s['reason']}")
+        out.extend(_memory_lines(s))
         out.append(f"  speed-up model: {s['cost_model']}")
         if s["position_acceptance"]:
             out.append("")
@@ -71,7 +108,7 @@ def render_csv(report: dict[str, Any]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for s in report["series"]:
-        head = [s[name] for name in CSV_COLUMNS[:13]]
+        head = [s[name] for name in CSV_COLUMNS[:14]]
         positions = s["position_acceptance"] or [None]
         for i, rate in enumerate(positions):
             tail = [i, _at(s["accepted_per_position"], i), rate, _at(s["conditional_acceptance"], i)] if rate is not None else ["", "", "", ""]

@@ -1,6 +1,7 @@
 """The state dir: what a sidecar restart must not forget, saved atomically.
 
-Each series' slow average (the `degraded` baseline), every series' lifetime counters and every
+Each series' references (the `degraded` verdict's memory of normal, reference.py; in their own
+file, saved at most once a minute and at shutdown), every series' lifetime counters and every
 source's counters (so the exported `_total` counters continue across a restart: Prometheus sees no
 reset), and where each followed log file was read to. The file is versioned JSON, written to a
 temporary file, fsynced and renamed over the old one, so a crash (kill -9 included) leaves either
@@ -29,11 +30,13 @@ log = logging.getLogger(__name__)
 
 VERSION = 1
 FILENAME = "state.json"
+REFERENCES = "references.json"  # apart: larger (hourly buckets per series), and saved at most once a minute
+REFERENCES_EVERY = 60.0  # a reference pools a day: a minute of it lost in a crash changes nothing
 
 
-def load(directory: str) -> dict[str, Any]:
+def load(directory: str, filename: str = FILENAME) -> dict[str, Any]:
     """The saved state, or an empty one when there is none or it cannot be used (said in the log)."""
-    path = Path(directory) / FILENAME
+    path = Path(directory) / filename
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -47,7 +50,7 @@ def load(directory: str) -> dict[str, Any]:
     return data
 
 
-def save(directory: str, state: dict[str, Any]) -> None:
+def save(directory: str, state: dict[str, Any], filename: str = FILENAME) -> None:
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".state-", dir=directory)
     try:
@@ -55,7 +58,7 @@ def save(directory: str, state: dict[str, Any]) -> None:
             json.dump({"version": VERSION, **state}, stream)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, Path(directory) / FILENAME)
+        os.replace(temporary, Path(directory) / filename)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -80,18 +83,20 @@ class StateKeeper:
         self._lock = threading.Lock()
         state = load(directory)
         counters = store.import_counters(state.get("counters", {}))  # first: it recreates the series
-        averages = store.import_averages(state.get("averages", []))
+        saved_references = load(directory, REFERENCES).get("references", [])
+        references = store.import_memories(saved_references if isinstance(saved_references, list) else [])
         if logs is not None:
             logs.restore(state.get("files", []))
             logs.on_pass(self._after_pass)
         self._last_save = 0.0
-        if averages or counters:
-            log.info("restored state averages=%d series=%d dir=%s", averages, counters, directory)
+        self._last_references = time.monotonic()
+        if references or counters:
+            log.info("restored state references=%d series=%d dir=%s", references, counters, directory)
 
     def _after_pass(self) -> None:
         """Called by the log follower between passes: the one moment positions and counters agree."""
         if time.monotonic() - self._last_save >= 1.0:
-            self.save()
+            self.save(references=time.monotonic() - self._last_references >= REFERENCES_EVERY)
 
     def start(self) -> None:
         if self.logs is not None:
@@ -103,13 +108,16 @@ class StateKeeper:
         while not self._stop.wait(self.interval):
             self.save()
 
-    def save(self) -> None:
+    def save(self, references: bool = True) -> None:
         with self._lock:
-            state: dict[str, Any] = {"averages": self.store.export_averages(), "counters": self.store.export_counters()}
+            state: dict[str, Any] = {"counters": self.store.export_counters()}
             if self.logs is not None:
                 state["files"] = self.logs.positions()
             try:
                 save(self.directory, state)
+                if references:
+                    save(self.directory, {"references": self.store.export_memories()}, REFERENCES)
+                    self._last_references = time.monotonic()
             except OSError as error:
                 log.warning("cannot save state dir=%s error=%s", self.directory, error)
             self._last_save = time.monotonic()

@@ -6,16 +6,50 @@ snapshots of it, so one scrape always sees one consistent state.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
-from exporter.state.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
+from exporter.state.reference import (
+    Profile,
+    ReferenceRule,
+    SeriesMemory,
+    SpecIdentity,
+    adopt,
+    memory_from_json,
+    memory_json,
+    observe,
+    switch_config,
+)
 from exporter.state.window import RollingWindow, Totals
+
+log = logging.getLogger(__name__)
+
+JudgeState = Callable[[SeriesKey, SpecConfig, Totals, Profile | None], str]  # the judge stage's verdict, injected
+
+
+@dataclass(frozen=True)
+class HealthMemory:
+    """What the store needs to keep each series' reference (reference.py): the verdict as a
+    function (the judge stage is later than this one, so it is handed in), the judged window
+    and the rule that learns and replaces references."""
+
+    judge: JudgeState
+    window_seconds: float = 300.0
+    rule: ReferenceRule = field(default_factory=ReferenceRule)
+
+
+class AcknowledgeError(ValueError):
+    """An acknowledgement that names no series, or a config the series does not run; nothing changed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +61,9 @@ class SeriesSnapshot:
     last_update: float
     variant: str  # the log layout (or source format) most of this series' data came in
     timeline: tuple[tuple[float, float], ...] = ()  # (end, L) of recent intervals, when asked for
-    average: tuple[float, float] | None = None  # the slow average: (L, weight in drafts)
+    memory: SeriesMemory | None = None  # the reference and health history (None: the store keeps none)
+    recent: Totals | None = None  # the judged window as of the series' last interval (its own clock)
+    reference_rule: ReferenceRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +95,10 @@ class Snapshot:
 
 
 class _Series:
-    def __init__(self, key: SeriesKey, windows: Mapping[str, float], half_life: float) -> None:
+    def __init__(self, key: SeriesKey, windows: Mapping[str, float], judged_seconds: float) -> None:
         self.key = key
-        self.average = SlowAverage(half_life)
+        self.memory = SeriesMemory()
+        self.recent = RollingWindow(judged_seconds)  # evicted on the series' own clock, not the wall's
         self.lifetime = Totals()
         self.windows = {name: RollingWindow(seconds) for name, seconds in windows.items()}
         self.last_update = 0.0
@@ -77,9 +114,10 @@ class Store:
         *,
         max_series: int = 1000,
         clock: Callable[[], float] = time.time,
-        baseline_half_life: float = DEFAULT_HALF_LIFE_SECONDS,
+        health: HealthMemory | None = None,
     ) -> None:
-        self.baseline_half_life = baseline_half_life
+        self.health = health
+        self._judged_seconds = health.window_seconds if health else 0.0
         self.window_seconds = dict(windows or {})
         self.max_series = max_series
         self.clock = clock
@@ -90,23 +128,64 @@ class Store:
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
         self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
-        self._restored: dict[SeriesKey, SlowAverage] = {}  # saved averages of series not seen yet
+        self._restored: dict[SeriesKey, SeriesMemory] = {}  # saved memories of series not seen yet
 
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
             series = self._series.get(interval.key)
             if series is None:
-                series = self._series[interval.key] = _Series(interval.key, self.window_seconds, self.baseline_half_life)
+                series = self._series[interval.key] = _Series(interval.key, self.window_seconds, self._judged_seconds)
                 if interval.key in self._restored:
-                    series.average = self._restored.pop(interval.key)
+                    series.memory = self._restored.pop(interval.key)
                 self._enforce_cap()
             series.lifetime = series.lifetime.plus(interval)
             series.variants[interval.variant] += 1
-            if interval.drafts:
-                series.average.add(interval.accepted_tokens, interval.drafts, interval.end)
             for window in series.windows.values():
                 window.add(interval)
             series.last_update = self.clock()
+            if self.health is not None:
+                self._remember(series, interval)
+
+    def _remember(self, series: _Series, interval: Interval) -> None:
+        """Judge the window that ends with `interval` against the reference, and learn or freeze."""
+        assert self.health is not None
+        config = self._config_of(series.key.upstream)
+        memory, switched = switch_config(series.memory, SpecIdentity.of(config, interval.k), interval.end)
+        if switched:
+            series.recent = RollingWindow(self._judged_seconds)  # the old config's traffic says nothing of the new
+            log.info("speculative config changed series=%s config=%s: a new reference", _key_text(series.key), memory.identity.describe())
+        series.recent.add(interval)
+        recent = series.recent.totals(interval.end)
+        state = self.health.judge(series.key, config, recent, memory.ready(self.health.rule))
+        before = memory.adopted
+        series.memory = observe(memory, interval, state, self.health.rule)
+        if series.memory.adopted != before and series.memory.adopted and series.memory.adopted[0] == "hold":
+            log.warning("series=%s unhealthy longer than the hold (%.0f s): its current acceptance is the new normal",
+                        _key_text(series.key), self.health.rule.hold_seconds)
+
+    def acknowledge(self, match: Mapping[str, str | None], identity: SpecIdentity | None = None) -> list[SeriesKey]:
+        """Take what the matching series do now as their new normal. All or nothing: a filter that
+        matches no series, or a config a matching series does not run, raises and changes nothing."""
+        with self._lock:
+            if self.health is None:
+                raise AcknowledgeError(409, "this sidecar keeps no references to acknowledge")
+            chosen = [s for s in self._series.values() if all(v is None or getattr(s.key, k) == v for k, v in match.items())]
+            wanted = ", ".join(f"{k}={v}" for k, v in match.items() if v is not None)
+            if not chosen:
+                known = sorted({f"{s.key.model_name} (engine {s.key.engine}, {s.key.source}, {s.key.upstream})" for s in self._series.values()})
+                raise AcknowledgeError(404, f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
+            for s in chosen:
+                if identity is not None and s.memory.identity.conflicts(identity):
+                    raise AcknowledgeError(409, f"{_key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
+            for s in chosen:
+                at = s.memory.last_at if s.memory.last_at is not None else self.clock()
+                recent = s.recent.totals(at)
+                memory = adopt(s.memory, "acknowledged", at, self.health.rule, recent)
+                state = self.health.judge(s.key, self._config_of(s.key.upstream), recent, memory.ready(self.health.rule))
+                if state != memory.state and state != "no_data":
+                    memory = replace(memory, state=state, since=at)
+                s.memory = memory
+            return [s.key for s in chosen]
 
     def _enforce_cap(self) -> None:
         while len(self._series) > self.max_series:
@@ -154,7 +233,9 @@ class Store:
                     last_update=s.last_update,
                     variant=s.variants.most_common(1)[0][0] if s.variants else "",
                     timeline=_timeline(s, now, timeline_points) if timeline_points else (),
-                    average=(s.average.mean_acceptance_length, s.average.drafts) if s.average.mean_acceptance_length else None,
+                    memory=s.memory if self.health is not None else None,
+                    recent=s.recent.totals(s.memory.last_at) if self.health is not None and s.memory.last_at is not None else None,
+                    reference_rule=self.health.rule if self.health is not None else None,
                 )
                 for s in sorted(self._series.values(), key=lambda s: _sort_key(s.key))
             )
@@ -181,30 +262,29 @@ class Store:
             samples = tuple(sorted(self._samples.values(), key=lambda s: _sort_key(s.key)))
             return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples)
 
-    def export_averages(self) -> list[dict[str, object]]:
-        """The slow averages, for the state dir."""
+    def export_memories(self) -> list[dict[str, object]]:
+        """Each series' references and health history, for the state dir."""
         with self._lock:
-            live: list[dict[str, object]] = [
-                {"key": _key_json(s.key), **s.average.to_json()} for s in self._series.values() if s.average.drafts > 0
-            ]
-            waiting: list[dict[str, object]] = [{"key": _key_json(key), **average.to_json()} for key, average in self._restored.items()]
-            return live + waiting
+            live = [{"key": _key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
+            waiting = [{"key": _key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
+            return [*live, *waiting]
 
-    def import_averages(self, entries: list[dict[str, object]]) -> int:
-        """Restore slow averages saved by an earlier run (applied when each series reappears)."""
+    def import_memories(self, entries: list[Any]) -> int:
+        """Restore references saved by an earlier run (applied when each series reappears)."""
         restored = 0
         with self._lock:
             for entry in entries:
                 try:
-                    key = SeriesKey(**entry["key"])  # type: ignore[arg-type]
-                    average = SlowAverage.from_json(entry, self.baseline_half_life)  # type: ignore[arg-type]
-                except (TypeError, KeyError, ValueError):
+                    key = SeriesKey(**entry["key"])
+                    memory = memory_from_json(entry)
+                except (TypeError, KeyError, ValueError, AttributeError):
+                    log.warning("a saved reference could not be read and is ignored")
                     continue
                 series = self._series.get(key)
                 if series is not None:
-                    series.average = average
+                    series.memory = memory
                 else:
-                    self._restored[key] = average
+                    self._restored[key] = memory
                 restored += 1
         return restored
 
@@ -234,7 +314,7 @@ class Store:
                     })
                 except (TypeError, KeyError):
                     continue
-                series = self._series.get(key) or _Series(key, self.window_seconds, self.baseline_half_life)
+                series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
                 series.lifetime = totals
                 series.variants.update(entry.get("variants", {}))
                 self._series[key] = series
@@ -278,6 +358,10 @@ def _totals_json(totals: Totals) -> dict[str, object]:
     data["accepted_per_position"] = list(totals.accepted_per_position)
     data["draft_tokens_per_position"] = list(totals.draft_tokens_per_position)
     return data
+
+
+def _key_text(key: SeriesKey) -> str:
+    return f"{key.model_name}/engine {key.engine}/{key.source}/{key.upstream}"
 
 
 def _key_json(key: SeriesKey) -> dict[str, str]:

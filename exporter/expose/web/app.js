@@ -5,6 +5,34 @@ const fmt = (v, d = 2) => (v === null || v === undefined ? "—" : Number(v).toF
 const pct = (v) => (v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%");
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
 
+function ago(seconds) {
+  if (seconds < 3600) return Math.max(1, Math.round(seconds / 60)) + " min";
+  if (seconds < 48 * 3600) return Math.round(seconds / 3600) + " h";
+  return (seconds / 86400).toFixed(1) + " d";
+}
+
+function when(epoch) {
+  // UTC, as the alerts and logs say it; the date only when it is not today
+  const d = new Date(epoch * 1000), iso = d.toISOString(), today = new Date().toISOString().slice(0, 10);
+  return (iso.slice(0, 10) === today ? "" : iso.slice(5, 10) + " ") + iso.slice(11, 16) + " UTC";
+}
+
+function since(entry) {
+  if (entry.health_since === null || entry.health_since === undefined) return "";
+  const now = Date.now() / 1000;
+  return `<span class="since" data-since="${entry.health_since}">since ${when(entry.health_since)} (${ago(now - entry.health_since)})</span>`;
+}
+
+function reference(entry) {
+  const ref = entry.reference;
+  if (!ref || !ref.ready) return `<div><b class="ref-l">—</b><span>reference L (learning)</span></div>`;
+  return `<div title="pooled over ${ref.drafts} healthy drafts"><b class="ref-l">${fmt(ref.mean_acceptance_length)}</b><span>reference L</span></div>`;
+}
+
+function previous(entry) {
+  return (entry.previous_references || []).map((r) => `<p class="muted previous">earlier reference (${esc(r.method || "?")}, k = ${r.num_speculative_tokens ?? "?"}${r.draft_model ? ", " + esc(r.draft_model) : ""}): L ${fmt(r.mean_acceptance_length)}, positions ${(r.position_acceptance || []).slice(0, 6).map((v) => fmt(v)).join(" ")} — ${esc(String(r.retired).replace("_", " "))} ${when(r.retired_at)}</p>`).join("");
+}
+
 function curve(entry) {
   const rates = entry.position_acceptance || [], cond = entry.conditional_acceptance || [];
   const k = rates.length, w = 320, h = 130, pad = 18, slot = (w - pad) / Math.max(k, 1), bw = slot * 0.38;
@@ -13,6 +41,8 @@ function curve(entry) {
     const x = pad + i * slot, c = cond[i] === null || cond[i] === undefined ? 0 : cond[i];
     bars += `<rect class="bar-rate" data-position="${i}" data-value="${r}" x="${x}" y="${h - 16 - r * (h - 26)}" width="${bw}" height="${r * (h - 26)}"><title>position ${i}: ${pct(r)} of drafts reach it</title></rect>`;
     bars += `<rect class="bar-cond" data-position="${i}" data-value="${c}" x="${x + bw}" y="${h - 16 - c * (h - 26)}" width="${bw}" height="${c * (h - 26)}"><title>position ${i}: ${pct(c)} accepted when position ${i - 1} was</title></rect>`;
+    const ref = entry.reference && entry.reference.ready ? entry.reference.position_acceptance[i] : undefined;
+    if (ref !== undefined) bars += `<line class="ref-tick" data-position="${i}" data-value="${ref}" x1="${x - 1}" x2="${x + 2 * bw + 1}" y1="${h - 16 - ref * (h - 26)}" y2="${h - 16 - ref * (h - 26)}"><title>position ${i}: reference ${pct(ref)}</title></line>`;
     if (k <= 16 || i % 2 === 0) bars += `<text x="${x + bw}" y="${h - 3}" text-anchor="middle">${i}</text>`;
   });
   let marker = "";
@@ -50,18 +80,20 @@ function card(entry, source, checks) {
   const health = source ? (source.up ? '<span class="up">source up</span>' : `<span class="down">source down${source.last_error ? ": " + esc(source.last_error) : ""}</span>`) : "";
   return `<article class="card" data-upstream="${esc(entry.upstream)}" data-model="${esc(entry.model_name)}" data-engine="${esc(entry.engine)}" data-source="${esc(entry.source)}">
     <h2>${esc(entry.model_name)} <span class="badge">engine ${esc(entry.engine)}</span><span class="badge">${esc(entry.source)}</span>
-      <span class="verdict ${esc(entry.health)}">${esc(entry.health.replace("_", " "))}</span></h2>
+      <span class="verdict ${esc(entry.health)}">${esc(entry.health.replace("_", " "))}</span>${since(entry)}</h2>
     <p class="reason">${esc(entry.reason || "")}</p>
     ${(entry.notes || []).map((n) => `<p class="muted note">${esc(n)}</p>`).join("")}
     <div class="numbers">
       <div><b class="mal">${fmt(entry.mean_acceptance_length)}</b><span>mean acceptance length</span></div>
+      ${reference(entry)}
       <div><b>${pct(entry.draft_acceptance_ratio)}</b><span>draft acceptance</span></div>
       <div><b>${entry.num_speculative_tokens ?? "—"}</b><span>k drafted</span></div>
       <div><b class="rec-k">${entry.recommended_speculative_tokens ?? "—"}</b><span>recommended k</span></div>
     </div>
-    ${curve(entry)}
-    <p class="legend"><span><i style="background:var(--rate)"></i>reached position i</span><span><i style="background:var(--cond)"></i>accepted given i−1</span><span>window ${esc(entry.window)}</span></p>
-    ${spark(entry.timeline)}
+    <div class="plots"><div>${curve(entry)}
+    <p class="legend"><span><i style="background:var(--rate)"></i>reached position i</span><span><i style="background:var(--cond)"></i>accepted given i−1</span><span><i class="tick"></i>reference</span><span>window ${esc(entry.window)}</span></p></div>
+    <div>${spark(entry.timeline)}</div></div>
+    ${previous(entry)}
     ${crossCheck(entry, checks)}
     <p class="muted">${esc(entry.method || "method ?")}${entry.draft_model ? " · " + esc(entry.draft_model) : ""} · ${esc(entry.upstream)} · ${health}</p>
   </article>`;

@@ -1,0 +1,292 @@
+"""A series' memory of what normal looks like: a reference learned only while it is healthy.
+
+The `degraded` verdict compares the judged window against this reference. It pools counts (D, A
+and A_i summed over hourly buckets of healthy traffic, so L = 1 + ΣA/ΣD and r_i = ΣA_i/ΣD), and
+it stops learning as soon as the series is judged degraded or broken: a drop that lasts days is
+judged against the level before the drop, not against itself. A new normal is taken only when
+the speculative config changes (each config keeps its own reference; the retired ones stay
+visible), on an explicit acknowledgement, or after the series has been unhealthy longer than the
+hold. Everything here is a pure function of (time, counts, judged state): `serve` runs it on
+arrival time and `analyze` on the log's own clock, so both say the same of the same log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from exporter.records import Interval, SpecConfig
+from exporter.state.window import Totals
+
+HEALTHY = frozenset({"ok", "wasteful"})  # acceptance is as it should be (wasteful is about k, not the drafter)
+UNHEALTHY = frozenset({"degraded", "broken"})  # the reference freezes; no_data neither learns nor freezes
+MAX_RETIRED = 4  # earlier configs' references kept beside the current one
+MAX_SPANS = 32  # unhealthy spans remembered (for analyze's report and plot)
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceRule:
+    """How references are learned and replaced (`--reference-*` flags)."""
+
+    window_seconds: float = 86400.0  # the healthy traffic pooled into the reference
+    bucket_seconds: float = 3600.0  # the pooling grain: older buckets leave the window whole
+    min_drafts: int = 1000  # fewer drafts: the reference is still learning and judges nothing
+    hold_seconds: float = 7 * 86400.0  # unhealthy for longer than this becomes the new normal; 0: never
+    # healthy verdicts must last this long before an unhealthy series counts as recovered: a drop
+    # near the threshold must not flicker back to ok (and teach the reference) on one lucky window
+    recovery_seconds: float = 900.0
+
+    @classmethod
+    def of(cls, hold: float, window: float, min_drafts: int) -> ReferenceRule:
+        """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them)."""
+        return cls(window_seconds=window, bucket_seconds=min(3600.0, window / 24), min_drafts=min_drafts, hold_seconds=hold)
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    start: float
+    end: float
+    drafts: int
+    accepted: int
+    accepted_per_position: tuple[int, ...]
+
+
+def _add(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...]:
+    width = max(len(left), len(right))
+    return tuple(a + b for a, b in zip(left + (0,) * (width - len(left)), right + (0,) * (width - len(right)), strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Pooled counts of a span of traffic, in time buckets."""
+
+    buckets: tuple[Bucket, ...] = ()
+
+    @property
+    def drafts(self) -> int:
+        return sum(b.drafts for b in self.buckets)
+
+    @property
+    def accepted(self) -> int:
+        return sum(b.accepted for b in self.buckets)
+
+    @property
+    def accepted_per_position(self) -> tuple[int, ...]:
+        total: tuple[int, ...] = ()
+        for bucket in self.buckets:
+            total = _add(total, bucket.accepted_per_position)
+        return total
+
+    @property
+    def start(self) -> float | None:
+        return self.buckets[0].start if self.buckets else None
+
+    @property
+    def end(self) -> float | None:
+        return self.buckets[-1].end if self.buckets else None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        drafts = self.drafts
+        return 1.0 + self.accepted / drafts if drafts else None
+
+    @property
+    def position_acceptance(self) -> tuple[float, ...]:
+        drafts = self.drafts
+        return tuple(a / drafts for a in self.accepted_per_position) if drafts else ()
+
+    def learn(self, interval: Interval, rule: ReferenceRule) -> Profile:
+        """This profile with `interval` pooled in and buckets older than the window dropped."""
+        if not interval.drafts:
+            return self
+        start = interval.start if interval.start is not None else interval.end
+        buckets = list(self.buckets)
+        last = buckets[-1] if buckets else None
+        if last is not None and interval.end < last.start + rule.bucket_seconds:
+            buckets[-1] = Bucket(last.start, max(last.end, interval.end), last.drafts + interval.drafts,
+                                 last.accepted + interval.accepted_tokens, _add(last.accepted_per_position, interval.accepted_per_position))
+        else:
+            buckets.append(Bucket(start, interval.end, interval.drafts, interval.accepted_tokens, interval.accepted_per_position))
+        horizon = interval.end - rule.window_seconds
+        return Profile(tuple(b for b in buckets if b.end > horizon))
+
+    @classmethod
+    def of_totals(cls, totals: Totals) -> Profile:
+        if not totals.drafts or totals.drafts_unknown or totals.end is None:
+            return cls()
+        start = totals.start if totals.start is not None else totals.end
+        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position),))
+
+
+_EMPTY = Profile()
+
+
+@dataclass(frozen=True, slots=True)
+class SpecIdentity:
+    """The speculative config a reference belongs to: drafter method, k and draft model (None: not known)."""
+
+    method: str | None = None
+    k: int | None = None
+    draft_model: str | None = None
+
+    @classmethod
+    def of(cls, config: SpecConfig, k: int | None = None) -> SpecIdentity:
+        return cls(config.method, config.num_speculative_tokens or k, config.draft_model)
+
+    def conflicts(self, other: SpecIdentity) -> bool:
+        """A field both know differs: another config (an unknown field is not a change, only news)."""
+        return any(a is not None and b is not None and a != b for a, b in zip(self.fields(), other.fields(), strict=True))
+
+    def filled(self, other: SpecIdentity) -> SpecIdentity:
+        return SpecIdentity(*(a if a is not None else b for a, b in zip(self.fields(), other.fields(), strict=True)))
+
+    def fields(self) -> tuple[Any, ...]:
+        return (self.method, self.k, self.draft_model)
+
+    def describe(self) -> str:
+        return f"method {self.method or '?'}, k = {self.k or '?'}, draft model {self.draft_model or '?'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Retired:
+    """A reference no longer judged against: another config's, or one a new normal replaced."""
+
+    identity: SpecIdentity
+    profile: Profile
+    reason: str  # "config_change" | "acknowledged" | "hold"
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesMemory:
+    identity: SpecIdentity = SpecIdentity()
+    reference: Profile = Profile()
+    pending: Profile = Profile()  # traffic since the series went unhealthy: what a new normal would be
+    retired: tuple[Retired, ...] = ()
+    state: str = ""  # the last verdict that was not no_data
+    since: float | None = None  # when `state` began
+    quiet_since: float | None = None  # the last verdicts were no_data since this time
+    unhealthy_since: float | None = None  # start of the current degraded/broken run (the hold counts from it)
+    recovering_since: float | None = None  # healthy verdicts since then, not yet for recovery_seconds
+    spans: tuple[tuple[float, float | None, str], ...] = ()  # (start, end or None while open, worst state)
+    adopted: tuple[str, float] | None = None  # the last new normal: (how, when)
+    last_at: float | None = None
+
+    def ready(self, rule: ReferenceRule) -> Profile | None:
+        """The reference when it holds enough evidence to judge by, else None."""
+        return self.reference if self.reference.drafts >= rule.min_drafts else None
+
+
+def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tuple[SeriesMemory, bool]:
+    """Follow a change of speculative config: the current reference retires, the new config's own
+    (if it was seen before) comes back, else a new one starts learning. True when it switched."""
+    if not memory.identity.conflicts(identity):
+        filled = identity.filled(memory.identity)
+        return (memory if filled == memory.identity else replace(memory, identity=filled)), False
+    retired = [r for r in memory.retired if r.identity != identity]
+    comeback = next((r.profile for r in memory.retired if r.identity == identity), Profile())
+    if memory.reference.buckets:
+        retired.insert(0, Retired(memory.identity, memory.reference, "config_change", at))
+    return replace(
+        memory, identity=identity, reference=comeback, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]),
+        unhealthy_since=None, recovering_since=None, adopted=("config_change", at), spans=_closed(memory.spans, at), state="", since=at,
+    ), True
+
+
+def observe(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
+    """The memory after `interval`, judged `state` over the judged window that ends with it."""
+    at = interval.end
+    if state not in HEALTHY and state not in UNHEALTHY:  # no_data: too little to learn from or to judge by
+        return replace(memory, last_at=at, quiet_since=at if memory.quiet_since is None else memory.quiet_since)
+    current, since = memory.state, memory.since
+    if state in HEALTHY and current in UNHEALTHY:
+        began = memory.recovering_since if memory.recovering_since is not None else at
+        if at - began < rule.recovery_seconds:
+            return replace(memory, last_at=at, recovering_since=began, quiet_since=None)
+        current, since = state, began
+    if state != current:
+        current, since = state, at
+    if state in HEALTHY:
+        return replace(
+            memory, last_at=at, state=current, since=since, quiet_since=None, recovering_since=None,
+            reference=memory.reference.learn(interval, rule), pending=_EMPTY, unhealthy_since=None,
+            spans=_closed(memory.spans, since if since is not None else at),
+        )
+    start = memory.unhealthy_since if memory.unhealthy_since is not None else at
+    spans = memory.spans
+    if not spans or spans[-1][1] is not None:
+        spans = (*spans, (at, None, state))[-MAX_SPANS:]
+    elif state == "broken" and spans[-1][2] != "broken":
+        spans = (*spans[:-1], (spans[-1][0], None, "broken"))
+    memory = replace(
+        memory, last_at=at, state=current, since=since, quiet_since=None, recovering_since=None,
+        pending=memory.pending.learn(interval, rule), unhealthy_since=start, spans=spans,
+    )
+    if rule.hold_seconds > 0 and at - start >= rule.hold_seconds:
+        return adopt(memory, "hold", at, rule)
+    return memory
+
+
+def adopt(memory: SeriesMemory, how: str, at: float, rule: ReferenceRule, recent: Totals | None = None) -> SeriesMemory:
+    """Take what the series does now as its new normal (after the hold, or acknowledged): the
+    traffic since it went unhealthy when that is enough evidence, else the judged window's."""
+    new = memory.pending
+    if new.drafts < rule.min_drafts and recent is not None:
+        new = Profile.of_totals(recent)
+    retired = [Retired(memory.identity, memory.reference, how, at), *memory.retired] if memory.reference.buckets else list(memory.retired)
+    return replace(memory, reference=new, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]), unhealthy_since=None,
+                   recovering_since=None, adopted=(how, at), spans=_closed(memory.spans, at), state="", since=at)
+
+
+def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tuple[tuple[float, float | None, str], ...]:
+    if spans and spans[-1][1] is None:
+        return (*spans[:-1], (spans[-1][0], at, spans[-1][2]))
+    return spans
+
+
+# --- the state dir ---------------------------------------------------------------------------
+
+
+def _profile_json(profile: Profile) -> list[list[Any]]:
+    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position)] for b in profile.buckets]
+
+
+def _profile(data: Any) -> Profile:
+    return Profile(tuple(Bucket(float(s), float(e), int(d), int(a), tuple(int(x) for x in p)) for s, e, d, a, p in data or ()))
+
+
+def _identity(data: Mapping[str, Any]) -> SpecIdentity:
+    return SpecIdentity(data.get("method"), data.get("k"), data.get("draft_model"))
+
+
+def memory_json(memory: SeriesMemory) -> dict[str, Any]:
+    return {
+        "identity": {"method": memory.identity.method, "k": memory.identity.k, "draft_model": memory.identity.draft_model},
+        "reference": _profile_json(memory.reference),
+        "pending": _profile_json(memory.pending),
+        "retired": [{"identity": {"method": r.identity.method, "k": r.identity.k, "draft_model": r.identity.draft_model},
+                     "profile": _profile_json(r.profile), "reason": r.reason, "at": r.at} for r in memory.retired],
+        "state": memory.state, "since": memory.since, "quiet_since": memory.quiet_since,
+        "unhealthy_since": memory.unhealthy_since, "recovering_since": memory.recovering_since, "spans": [list(span) for span in memory.spans],
+        "adopted": list(memory.adopted) if memory.adopted else None, "last_at": memory.last_at,
+    }
+
+
+def memory_from_json(data: Mapping[str, Any]) -> SeriesMemory:
+    """A saved memory; raises KeyError/TypeError/ValueError on a file that is not one (the caller skips it)."""
+    adopted = data.get("adopted")
+    return SeriesMemory(
+        identity=_identity(data.get("identity") or {}),
+        reference=_profile(data.get("reference")),
+        pending=_profile(data.get("pending")),
+        retired=tuple(Retired(_identity(r["identity"]), _profile(r["profile"]), str(r["reason"]), float(r["at"])) for r in data.get("retired") or ()),
+        state=str(data.get("state") or ""),
+        since=data.get("since"),
+        quiet_since=data.get("quiet_since"),
+        unhealthy_since=data.get("unhealthy_since"),
+        recovering_since=data.get("recovering_since"),
+        spans=tuple((float(s), None if e is None else float(e), str(w)) for s, e, w in data.get("spans") or ()),
+        adopted=(str(adopted[0]), float(adopted[1])) if adopted else None,
+        last_at=data.get("last_at"),
+    )
