@@ -30,7 +30,8 @@ from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import health_since
 from exporter.judge.verdict import STATES
 from exporter.records import SeriesKey
-from exporter.state.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
+from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
+from exporter.state.store import Store
 
 Add = Callable[[names.MetricSpec, list[str], float], None]
 Info = Callable[[names.MetricSpec, dict[str, str]], None]

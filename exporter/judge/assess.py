@@ -16,7 +16,7 @@ from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import reference_baseline
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
 from exporter.state.reference import HEALTHY, UNHEALTHY
-from exporter.state.store import SeriesSnapshot
+from exporter.state.snapshot import SeriesSnapshot
 from exporter.state.window import Totals
 
 SHORT_DRAFTS = 0.95  # drafts averaging under this share of k are "shortened"

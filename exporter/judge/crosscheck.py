@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from exporter.judge.derive import Derived, derive
-from exporter.state.store import SeriesSnapshot, Snapshot
+from exporter.state.snapshot import SeriesSnapshot, Snapshot
 
 AGREEMENT_TOLERANCE = 0.05  # relative difference under which the two sources are said to agree
 EXACTNESS = {"plugin": 0, "metrics": 1, "log": 2}  # lower is more exact: the reference of a pair

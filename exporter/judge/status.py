@@ -15,7 +15,7 @@ from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived
 from exporter.judge.memory import health_since
 from exporter.state.reference import Profile, SeriesMemory, SpecIdentity
-from exporter.state.store import SeriesSnapshot, Snapshot
+from exporter.state.snapshot import SeriesSnapshot, Snapshot
 from exporter.state.window import Totals
 
 

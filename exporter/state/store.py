@@ -26,6 +26,7 @@ from exporter.state.reference import (
     observe,
     switch_config,
 )
+from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
 from exporter.state.window import RollingWindow, Totals
 
 log = logging.getLogger(__name__)
@@ -50,48 +51,6 @@ class AcknowledgeError(ValueError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True, slots=True)
-class SeriesSnapshot:
-    key: SeriesKey
-    lifetime: Totals
-    windows: Mapping[str, Totals]
-    config: SpecConfig
-    last_update: float
-    variant: str  # the log layout (or source format) most of this series' data came in
-    timeline: tuple[tuple[float, float], ...] = ()  # (end, L) of recent intervals, when asked for
-    memory: SeriesMemory | None = None  # the reference and health history (None: the store keeps none)
-    recent: Totals | None = None  # the judged window as of the series' last interval (its own clock)
-    reference_rule: ReferenceRule | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSnapshot:
-    upstream: str
-    kind: str
-    up: bool
-    lines: int
-    spec_lines: int
-    problems: Mapping[str, int]
-    variants: Mapping[str, int]
-    rotations: int
-    truncations: int
-    last_success: float | None
-    last_spec_line: float | None
-    resets: int
-    scrape_duration: float | None
-    last_error: str | None
-    extra_labels: Mapping[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    taken_at: float
-    series: tuple[SeriesSnapshot, ...]
-    sources: tuple[SourceSnapshot, ...]
-    series_dropped: int
-    samples: tuple[SampledValues, ...] = ()
 
 
 class _Series:
