@@ -107,6 +107,7 @@ class Interval:
     start: float | None = None
     seconds: float | None = None  # how long the interval lasted, as the server measured it when printed
     draft_tokens_per_position: tuple[int, ...] = ()  # T_i, known only from the plugin's records
+    emitted_tokens: int | None = None  # E, printed by V0 only: there A counts non-prefix acceptances, so L = E/D
 
 
 @dataclass(frozen=True, slots=True)

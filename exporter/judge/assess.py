@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.config import DeriveSettings, parse_duration
+from exporter.intervals.draft_length import unknown_drafts_reason
 from exporter.judge.derive import Derived, derive
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
 from exporter.state.store import SeriesSnapshot
@@ -71,7 +72,8 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
     k = series.config.num_speculative_tokens or (derived.num_speculative_tokens if derived else None)
     window = None if span == "lifetime" else span
     notes = _notes(derived, k, series.config.method)
-    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window), notes, k)
+    because = unknown_drafts_reason(series.config.method, series.config.server_version, k)
+    return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window, because), notes, k)
 
 
 def judged_window(settings: DeriveSettings, window_seconds: Mapping[str, float]) -> str | None:
