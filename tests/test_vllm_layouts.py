@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exporter.config import DEFAULT_COSTS, DeriveSettings
 from exporter.intervals.draft_length import draft_length, drafts_from_tokens, unknown_drafts_reason
@@ -139,3 +141,57 @@ def test_every_method_has_a_cost_model():
             continue  # no drafting of their own to cost: the fallback applies
         expected = DEFAULT_COSTS["mtp"] if method.endswith("_mtp") else DEFAULT_COSTS[method]
         assert settings.cost_for(method) == expected, method
+
+
+STARTUP = ("INFO 12-01 10:00:00 [core.py:115] Initializing a V1 LLM engine (v{version}) with config: model='m', "
+           "speculative_config=SpeculativeConfig(method='{method}', model=None, num_spec_tokens={k}), tokenizer='m'")
+
+
+def drafted(data: st.DataObject, k: int, full: bool) -> tuple[int, int, int, list[int]]:
+    """Random drafts as vLLM's SpecDecodingStats.observe_draft counts them: (D, T, A, A_i)."""
+    drafts = data.draw(st.integers(1, 400))
+    per_position = [0] * k
+    draft_tokens = accepted = 0
+    for _ in range(drafts):
+        length = k if full else data.draw(st.integers(1, k))
+        taken = data.draw(st.integers(0, length))
+        draft_tokens += length
+        accepted += taken
+        for i in range(taken):
+            per_position[i] += 1
+    return drafts, draft_tokens, accepted, per_position
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), k=st.integers(1, 8), method=st.sampled_from(["eagle", "eagle3", "mtp", "dspark", "ngram"]))
+def test_a_v1b_line_gives_t_over_k_exactly_when_the_drafter_fills_k(data, k, method):
+    version = data.draw(st.sampled_from(["0.8.4", "0.33.0"]))
+    full = method != "ngram" or version == "0.33.0"
+    drafts, draft_tokens, accepted, _ = drafted(data, k, full)
+    interpreter = LogInterpreter("v1b.log")
+    interpreter.feed(RawLine("v1b.log", STARTUP.format(version=version, method=method, k=k), 0.0))
+    line = (f"INFO 12-01 10:00:10 [loggers.py:111] SpecDecoding metrics: Draft acceptance rate: {100 * accepted / draft_tokens:.1f}%, "
+            f"Accepted: {accepted} tokens, Drafted: {draft_tokens} tokens")
+    interval = interpreter.feed(RawLine("v1b.log", line, 0.0)).interval
+    assert interval is not None and interval.accepted_per_position == ()
+    if full:
+        assert interval.drafts == drafts  # fixed-length: D = T/k, never off
+    else:
+        assert interval.drafts is None and interval.drafts_range is None  # variable-length: unknown, not a guess
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), k=st.integers(1, 8))
+def test_a_v1e_line_of_a_fixed_length_drafter_pins_d_and_keeps_a_i_in_the_bound(data, k):
+    drafts, draft_tokens, accepted, per_position = drafted(data, k, True)
+    interpreter = LogInterpreter("v1e.log")
+    interpreter.feed(RawLine("v1e.log", STARTUP.format(version="0.33.0", method="eagle3", k=k), 0.0))
+    rates = ", ".join(f"{a / drafts:.3f}" for a in per_position)
+    line = (f"INFO 12-01 10:00:10 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {1 + accepted / drafts:.2f}, "
+            f"Accepted throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: {accepted} tokens, "
+            f"Drafted: {draft_tokens} tokens, Per-position acceptance rate: {rates}, "
+            f"Avg Draft acceptance rate: {100 * accepted / draft_tokens:.1f}%")
+    interval = interpreter.feed(RawLine("v1e.log", line, 0.0)).interval
+    assert interval is not None and interval.drafts == drafts and interval.drafts_range == (drafts, drafts)
+    assert sum(interval.accepted_per_position) == accepted
+    assert all(abs(a - b) <= 0.001 * drafts + 1 for a, b in zip(interval.accepted_per_position, per_position, strict=True))
