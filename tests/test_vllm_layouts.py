@@ -195,3 +195,33 @@ def test_a_v1e_line_of_a_fixed_length_drafter_pins_d_and_keeps_a_i_in_the_bound(
     assert interval is not None and interval.drafts == drafts and interval.drafts_range == (drafts, drafts)
     assert sum(interval.accepted_per_position) == accepted
     assert all(abs(a - b) <= 0.001 * drafts + 1 for a, b in zip(interval.accepted_per_position, per_position, strict=True))
+
+
+@pytest.mark.parametrize(
+    "startup, fixed",
+    [
+        ("non-default args: {'model': 'm', 'speculative_config': {'method': 'eagle3', 'num_speculative_tokens': 3}}", True),
+        ("non-default args: {'model': 'm', 'speculative_config': {'method': 'eagle3', 'num_speculative_tokens': 3, "
+         "'num_speculative_tokens_per_batch_size': [[1, 3], [64, 1]]}}", False),
+        ("non-default args: {'model': 'm', 'speculative_config': {'method': 'dspark', 'num_speculative_tokens': 3, "
+         "'enable_adaptive_verification': True}}", False),
+    ],
+)
+def test_dynamic_k_and_adaptive_verification_are_never_taken_as_t_over_k(startup, fixed):
+    interpreter = LogInterpreter("x.log")
+    interpreter.feed(RawLine("x.log", f"(APIServer pid=7) INFO 12-01 10:00:00 [startup.py:96] {startup}", 0.0))
+    line = "(APIServer pid=7) INFO 12-01 10:00:10 [loggers.py:111] SpecDecoding metrics: Draft acceptance rate: 50.0%, Accepted: 300 tokens, Drafted: 600 tokens"
+    interval = interpreter.feed(RawLine("x.log", line, 0.0)).interval
+    assert interval is not None and (interval.drafts == 200 if fixed else interval.drafts is None)
+
+
+def test_the_v1_runner_fallback_makes_ngram_variable_again_on_032():
+    interpreter = LogInterpreter("x.log")
+    for text in (
+        STARTUP.format(version="0.33.0", method="ngram", k=3),
+        "WARNING 12-01 10:00:01 [vllm.py:3053] Model Runner V2 does not yet support structured outputs; using the V1 model runner instead.",
+        "INFO 12-01 10:00:10 [loggers.py:111] SpecDecoding metrics: Draft acceptance rate: 50.0%, Accepted: 300 tokens, Drafted: 600 tokens",
+    ):
+        outcome = interpreter.feed(RawLine("x.log", text, 0.0))
+    assert outcome.interval is not None and outcome.interval.drafts is None
+    assert "V1 model runner" in unknown_drafts_reason("ngram", "0.33.0", 3, interpreter.config.variable_drafts)

@@ -46,8 +46,10 @@ def minor_version(version: str | None) -> tuple[int, int] | None:
     return None if match is None else (int(match[1]), int(match[2]))
 
 
-def draft_length(method: str | None, server_version: str | None) -> DraftLength:
-    """Fixed (T = k·D) or not, for this method on this vLLM version."""
+def draft_length(method: str | None, server_version: str | None, variable_drafts: str | None = None) -> DraftLength:
+    """Fixed (T = k·D) or not, for this method on this vLLM version (and what the startup lines said)."""
+    if variable_drafts is not None and (method in NGRAM_METHODS or "runner" not in variable_drafts):
+        return DraftLength(False, f"{variable_drafts}: D is not T/k")
     if method is None:
         return DraftLength(False, "the speculative method is unknown (no startup lines in the log), so D cannot be taken as T/k")
     if method in FIXED_LENGTH_METHODS or is_mtp(method):
@@ -71,11 +73,11 @@ def drafts_from_tokens(draft_tokens: int, k: int | None, length: DraftLength) ->
     return draft_tokens // k
 
 
-def unknown_drafts_reason(method: str | None, server_version: str | None, k: int | None) -> str:
+def unknown_drafts_reason(method: str | None, server_version: str | None, k: int | None, variable_drafts: str | None = None) -> str:
     """Why D stayed unknown for a line that prints only A and T (V1-a, V1-b)."""
     if not k:
         return "k is unknown (no startup lines in the log), so D cannot be taken as T/k"
-    length = draft_length(method, server_version)
+    length = draft_length(method, server_version, variable_drafts)
     if not length.fixed:
         return length.reason
     return f"T is not a multiple of k = {k} in some interval (drafts cut short by structured output or a dynamic k), so D is not T/k"

@@ -185,7 +185,7 @@ class LogInterpreter:
             rebuilt = reconstruct(accepted, draft_tokens, parsed.mean_acceptance_length, rates)
             if rebuilt is None and (rates or parsed.mean_acceptance_length is not None):
                 return self._problem(line, "reconstruction_failed", spec_line=True)
-            pinned = drafts_from_tokens(draft_tokens, k, draft_length(self.config.method, self.config.server_version))
+            pinned = drafts_from_tokens(draft_tokens, k, draft_length(self.config.method, self.config.server_version, self.config.variable_drafts))
             if rebuilt is None:  # V1-a, V1-b: only A and T; D = T/k for a fixed-length drafter, else unknown
                 drafts, positions = pinned, ()
                 drafts_range = None if pinned is None else (pinned, pinned)

@@ -72,7 +72,7 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
     k = series.config.num_speculative_tokens or (derived.num_speculative_tokens if derived else None)
     window = None if span == "lifetime" else span
     notes = _notes(derived, k, series.config.method)
-    because = unknown_drafts_reason(series.config.method, series.config.server_version, k)
+    because = unknown_drafts_reason(series.config.method, series.config.server_version, k, series.config.variable_drafts)
     return Assessment(span, totals, derived, baseline, judge(derived, baseline, settings.thresholds, window, because), notes, k)
 
 

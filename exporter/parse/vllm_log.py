@@ -226,10 +226,16 @@ def _spec_from_mapping(spec: dict[str, Any]) -> SpecConfig:
     draft = spec.get("model")
     if method is None and draft in ("ngram", "[ngram]"):
         method = "ngram"
+    variable = None
+    if spec.get("num_speculative_tokens_per_batch_size"):  # dynamic SD: k follows the batch size
+        variable = "k varies with the batch size (num_speculative_tokens_per_batch_size)"
+    elif spec.get("enable_adaptive_verification") in (True, "true", "True", 1):  # dspark, from vLLM 0.28
+        variable = "dspark's adaptive verification shortens drafts (enable_adaptive_verification)"
     return SpecConfig(
         method=None if method is None else str(method),
         num_speculative_tokens=int(k) if isinstance(k, int) or (isinstance(k, str) and k.isdigit()) else None,
         draft_model=None if draft is None else str(draft),
+        variable_drafts=variable,
     )
 
 
@@ -295,8 +301,13 @@ def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
     return spec.merged(SpecConfig(served_model_name=served_name, model=model[1] if model else None))
 
 
+V1_RUNNER = "Model Runner V2 does not yet support"  # vLLM ≥ 0.32 fell back to the V1 runner (config/vllm.py)
+
+
 def parse_config_message(message: str) -> SpecConfig | None:
     """Speculative config from a startup line (`non-default args:` or `Initializing … engine`)."""
+    if message.startswith(V1_RUNNER):
+        return SpecConfig(variable_drafts="the V1 model runner is in use (Model Runner V2 unsupported): n-gram drafts may be shorter than k")
     if message.startswith(_NON_DEFAULT):
         return _parse_non_default_args(message[len(_NON_DEFAULT) :])
     match = _ENGINE_INIT.match(message)
