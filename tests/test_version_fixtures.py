@@ -55,6 +55,7 @@ def test_analyze_reads_each_version_exactly(directory: Path):
         assert s["drafts"] == want["drafts"]
         assert s["num_speculative_tokens"] == truth["k"]
         assert s["method"] == truth["method"]
+        assert not s["model_name"].endswith(")")  # V0 closed its config text with a `)` after the name
         if want["drafts"] is None:  # null with a reason, never a guess
             assert s["mean_acceptance_length"] is None and s["drafts_bounds"] is None
             assert s["reason_code"] == "drafts_unknown" and "not T/k" in s["reason"]

@@ -294,6 +294,8 @@ def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
     served_name = None
     if served is not None:
         raw = served[1].strip()
+        if raw.endswith(")") and raw.count("(") < raw.count(")"):
+            raw = raw[:-1]  # V0 closed its config text with `served_model_name=%s)` (llm_engine.py:161 in 0.4.3)
         try:
             served_name = _first_name(ast.literal_eval(raw)) if raw.startswith("[") else raw.strip("'")
         except (ValueError, SyntaxError):
