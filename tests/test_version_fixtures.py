@@ -117,3 +117,15 @@ def test_the_interval_stage_gives_each_interval(directory: Path):
             bound = math.floor(0.001 * w["drafts"]) + 1
             assert all(abs(a - b) <= bound for a, b in zip(interval.accepted_per_position, w["accepted_per_position"], strict=True))
             assert sum(interval.accepted_per_position) == w["accepted_tokens"]
+
+
+def test_json_records_inside_docker_framing_read_the_same(tmp_path: Path):
+    directory = GOLDEN / "vllm-0.33.0" / "json-ngram-k4"
+    wrapped = tmp_path / "container.log"
+    with wrapped.open("w") as handle:
+        for line in (directory / "server.log").read_text().splitlines(keepends=True):
+            handle.write(json.dumps({"log": line, "stream": "stdout", "time": "2026-12-01T10:00:00.000000000Z"}) + "\n")
+    plain, docker = (analyze([str(path)], DeriveSettings(), AnalyzeOptions(progress=False)) for path in (directory / "server.log", wrapped))
+    assert docker["parse_errors"] == {}
+    fields = ("drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
+    assert [[s[f] for f in fields] for s in docker["series"]] == [[s[f] for f in fields] for s in plain["series"]]
