@@ -68,16 +68,24 @@ class DraftCost:
         return "step cost 1 + " + " + ".join(parts) + " (in target steps)"
 
 
+# Keys are vLLM's `SpeculativeMethod` names (speculative.py:60 in 0.24, :74 in 0.33). Every
+# model-specific MTP type (`deepseek_mtp`, `qwen3_next_mtp`, … 28 in 0.33, normalised to `mtp` by
+# vLLM) costs as `mtp`; see DeriveSettings.cost_for. medusa and mlp_speculator exist up to vLLM
+# 0.32 (removed in 0.33) and stay for servers that still run them.
 DEFAULT_COSTS: dict[str, DraftCost] = {
     "ngram": DraftCost(per_token=0.0, per_block=0.005),
+    "ngram_gpu": DraftCost(per_token=0.0, per_block=0.005),
     "suffix": DraftCost(per_token=0.0, per_block=0.005),
     "eagle": DraftCost(per_token=0.04),
     "eagle3": DraftCost(per_token=0.04),
     "mtp": DraftCost(per_token=0.04),
     "medusa": DraftCost(per_token=0.0, per_block=0.04),
+    "mlp_speculator": DraftCost(per_token=0.02),  # small MLP heads run once per draft token
     "dflash": DraftCost(per_token=0.0, per_block=0.08),
+    "dspark": DraftCost(per_token=0.0, per_block=0.08),  # a block drafter like dflash (k from its block size)
     "draft_model": DraftCost(per_token=0.08),
 }
+MTP_SUFFIX = "_mtp"
 FALLBACK_COST = DraftCost()  # method unknown: an EAGLE-like head
 
 
@@ -102,6 +110,8 @@ class DeriveSettings:
             cost = self.model_costs[model_name]
         elif method is not None and method in self.method_costs:
             cost = self.method_costs[method]
+        elif method is not None and method.endswith(MTP_SUFFIX) and "mtp" in self.method_costs:
+            cost = self.method_costs["mtp"]
         else:
             cost = FALLBACK_COST
         if self.draft_token_cost_override is not None:

@@ -66,6 +66,9 @@ class SpecConfig:
     server_version: str | None = None
     served_model_name: str | None = None
     model: str | None = None
+    # why drafts may be shorter than k whatever the method: dynamic k, dspark adaptive
+    # verification, n-gram on the V1 model runner (docs/vllm-versions.md §6)
+    variable_drafts: str | None = None
 
     def merged(self, newer: SpecConfig) -> SpecConfig:
         """Fields of `newer` that are known win; unknown ones keep what we had."""
@@ -107,6 +110,7 @@ class Interval:
     start: float | None = None
     seconds: float | None = None  # how long the interval lasted, as the server measured it when printed
     draft_tokens_per_position: tuple[int, ...] = ()  # T_i, known only from the plugin's records
+    emitted_tokens: int | None = None  # E, printed by V0 only: there A counts non-prefix acceptances, so L = E/D
 
 
 @dataclass(frozen=True, slots=True)

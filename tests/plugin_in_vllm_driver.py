@@ -12,7 +12,12 @@ from types import SimpleNamespace
 
 import vllm
 from vllm.config import ModelConfig, SpeculativeConfig, VllmConfig
-from vllm.v1.metrics.loggers import PerEngineStatLoggerAdapter, StatLoggerBase, load_stat_logger_plugin_factories
+from vllm.v1.metrics.loggers import (
+    AggregateStatLoggerBase,
+    PerEngineStatLoggerAdapter,
+    StatLoggerBase,
+    load_stat_logger_plugin_factories,
+)
 from vllm.v1.metrics.stats import SchedulerStats
 from vllm.v1.spec_decode.metrics import SpecDecodingStats
 
@@ -51,6 +56,10 @@ for engine, drafts in steps:
             stats.observe_draft(num_draft_tokens=draft_tokens, num_accepted_tokens=accepted)
     adapter.record(SchedulerStats(spec_decoding_stats=stats), None, engine_idx=engine)
 adapter.record(None, None, engine_idx=1)  # vLLM also calls with no scheduler stats
+# vLLM ≥ 0.32 calls this on every stat logger when it turns a request away (loggers.py:108)
+admission = hasattr(AggregateStatLoggerBase, "record_admission_rejection")
+if admission:
+    adapter.record_admission_rejection("max_num_queued_reqs")
 adapter.log()
 adapter.log_engine_initialized()
 
@@ -59,4 +68,9 @@ from exporter.plugin import stat_logger  # noqa: E402
 assert stat_logger._writer is not None
 stat_logger._writer.close()  # what atexit does when vLLM shuts down
 records = [json.loads(line) for path in sorted(directory.glob("*.jsonl")) for line in path.read_text().splitlines()]
-print(json.dumps({"vllm": vllm.__version__, "factories": [f"{f.__module__}:{f.__qualname__}" for f in factories], "records": records}))
+import torch  # noqa: E402
+
+print(json.dumps({
+    "vllm": vllm.__version__, "torch": torch.__version__, "admission_rejection": admission,
+    "factories": [f"{f.__module__}:{f.__qualname__}" for f in factories], "records": records,
+}))

@@ -78,8 +78,10 @@ def test_v0_counts_are_deltas_and_the_first_line_joined_mid_run_is_a_baseline():
     outcomes = feed(interpreter, v0(100, 400, 250), v0(160, 600, 370), v0(160, 600, 370))
     assert outcomes[0].interval is None and outcomes[0].spec_line
     second = outcomes[1].interval
-    # 200 draft tokens at k = 4 → 50 drafts; emitted 120 = accepted prefix + one per draft
-    assert (second.draft_tokens, second.drafts, second.accepted_tokens) == (200, 50, 70)
+    # 200 draft tokens at k = 4 → 50 drafts; A as logged (60: V0 counts non-prefix acceptances too,
+    # so it is not emitted − drafts = 70), and E = 120 kept for L = E/D
+    assert (second.draft_tokens, second.drafts, second.accepted_tokens, second.emitted_tokens) == (200, 50, 60, 120)
+    assert second.accepted_per_position == ()  # V0 prints none: reported as null
     assert outcomes[2].interval is None  # no new drafts: nothing, never a zero-rate interval
 
 

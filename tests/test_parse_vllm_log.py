@@ -206,7 +206,9 @@ def test_config_from_the_captures_engine_init_line(golden_log_lines):
         # speculative_config given on the command line as a JSON string
         ("non-default args: {'model': 'Qwen/Qwen3-8B', 'speculative_config': '{\"method\": \"eagle3\", \"model\": \"x/eagle\", \"num_speculative_tokens\": 3}'}", "eagle3", 3, "x/eagle"),
         ("non-default args: {'model': 'm', 'speculative_config': {'model': 'ngram', 'num_speculative_tokens': 5, 'prompt_lookup_max': 4}}", "ngram", 5, "ngram"),
-        ("Initializing an LLM engine (v0.6.3) with config: model='meta/llama', speculative_config=SpeculativeConfig(draft_model='meta/small', num_spec_tokens=5), tokenizer='meta/llama'", None, 5, "meta/small"),
+        ("Initializing an LLM engine (v0.6.3) with config: model='meta/llama', speculative_config=SpeculativeConfig(draft_model='meta/small', num_spec_tokens=5), tokenizer='meta/llama'", "draft_model", 5, "meta/small"),
+            # V0 ran n-gram lookup as draft_model='[ngram]'
+            ("Initializing an LLM engine (v0.6.3) with config: model='m', speculative_config=SpeculativeConfig(draft_model='[ngram]', num_spec_tokens=4), tokenizer='m'", "ngram", 4, "[ngram]"),
     ],
 )
 def test_config_variants(message, method, k, draft):

@@ -8,6 +8,7 @@ and A_i within the reconstruction bound), for every scenario and log layout.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -18,6 +19,7 @@ from exporter.config import DeriveSettings
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.status import snapshot_report
 from exporter.parse.exposition import parse_exposition
+from exporter.simulate.layouts import SUPPORTED_VERSIONS, Layout
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.simulate.server import SimulatedServer
 from exporter.simulate.vllm_format import access_line
@@ -66,7 +68,7 @@ def test_every_capture_line_kind_has_a_shape_that_matches_it(golden_log_lines):
 
 
 def test_simulator_lines_have_the_captures_shapes():
-    server, lines = simulated(engines=2)
+    server, lines = simulated(engines=2, layout=Layout("0.24.0"))  # the capture's version
     lines.append(access_line(server, "127.0.0.1:33204", "GET", "/metrics", 200))
     kinds = [kind_of(line) for line in lines]
     assert {"spec", "engine", "access", "args", "engine_init"} <= set(kinds)
@@ -118,9 +120,14 @@ def test_log_and_metrics_agree_with_the_ground_truth(name):
                 assert abs(estimate - exact) <= 0.001 * high + (high - low) + series["lines"]
 
 
-@pytest.mark.parametrize("layout, knows_drafts", [("V1-e", True), ("V1-d", True), ("V1-c", True), ("V1-b", False), ("V0-b", True)])
-def test_every_log_layout_parses_without_errors(layout, knows_drafts):
-    server, lines = simulated(seconds=60.0, log_format=layout)
+@pytest.mark.parametrize(
+    "layout, scenario, knows_drafts",
+    # V1-b prints no D: known as T/k for a fixed-length drafter (eagle3), unknown for shortened n-gram drafts
+    [("V1-e", "drop-off", True), ("V1-d", "drop-off", True), ("V1-c", "drop-off", True), ("V1-b", "drop-off", True),
+     ("V1-b", "ngram", False), ("V0-b", "drop-off", True)],
+)
+def test_every_log_layout_parses_without_errors(layout, scenario, knows_drafts):
+    server, lines = simulated(scenario, seconds=60.0, log_format=layout, layout=Layout("0.26.0"))
     report = analyze_lines(lines)
     assert report["parse_errors"] == {}
     (series,) = report["series"]
@@ -141,9 +148,12 @@ def test_same_seed_same_run_and_the_scenarios_verdicts():
         _, lines = simulated(name, seconds=120.0)
         (series,) = analyze_lines(lines)["series"]
         assert series["health"] in SCENARIOS[name].expected_verdicts, (name, series["health"], series["reason"])
-    _, lines = simulated("ngram", seconds=60.0)
+    _, lines = simulated("ngram", seconds=60.0, layout=Layout("0.31.0"))
     (series,) = analyze_lines(lines)["series"]
     assert series["mean_draft_length"] < SCENARIOS["ngram"].k  # drafts shorter than k, and not assumed otherwise
+    _, lines = simulated("ngram", seconds=60.0, layout=Layout("0.32.0"))  # Model Runner V2: every n-gram draft is k long
+    (series,) = analyze_lines(lines)["series"]
+    assert series["mean_draft_length"] == SCENARIOS["ngram"].k and series["drafts_bounds"][0] == series["drafts_bounds"][1]
 
 
 def test_drop_off_halves_acceptance_after_the_drop():
@@ -152,3 +162,32 @@ def test_drop_off_halves_acceptance_after_the_drop():
     length_before = analyze_lines(before)["series"][0]["mean_acceptance_length"]
     length_after = analyze_lines(after)["series"][0]["mean_acceptance_length"]
     assert length_after - 1 < 0.5 * (length_before - 1)
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("formatter", ["text", "json"])
+def test_each_supported_vllm_layout_reads_back_exactly(version, formatter):
+    if formatter == "json" and version < "0.32":
+        with pytest.raises(ValueError, match="no JSON log formatter"):
+            Layout(version, json_logs=True)
+        return
+    layout = Layout(version, json_logs=formatter == "json", logging_prefix="[pod-a] ")
+    server, lines = simulated(seconds=60.0, engines=2, layout=layout, iteration_details=True)
+    lines.append(access_line(server, "127.0.0.1:33204", "GET", "/metrics", 200))
+    iteration = [line for line in lines if "Iteration(" in line]
+    assert iteration and all(("Engine 00" in line) is (version >= "0.26") for line in iteration)
+    if formatter == "json":
+        assert all(json.loads(line)["message"] for line in lines)
+    else:  # the process prefix before VLLM_LOGGING_PREFIX up to 0.30, after it from 0.31
+        spec = next(line for line in lines if "SpecDecoding metrics" in line)
+        assert spec.startswith("[pod-a] (APIServer pid=" if version >= "0.31" else "(APIServer pid=")
+        assert lines[-1].startswith("INFO:     ") is (version >= "0.31")  # uvicorn lines lost the prefix in 0.31
+    report = analyze_lines(lines)
+    assert report["parse_errors"] == {}
+    truth = {e["engine"]: e for e in server.totals()}
+    series = {s["engine"]: s for s in report["series"]}
+    assert set(series) == set(truth) == {"0", "1"}
+    for engine, s in series.items():
+        exact = truth[engine]
+        assert (s["drafts"], s["draft_tokens"], s["accepted_tokens"]) == (exact["drafts"], exact["draft_tokens"], exact["accepted_tokens"])
+        assert s["server_version"] == version and s["method"] == "eagle3"

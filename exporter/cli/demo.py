@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from exporter.config import DeriveSettings, Settings
+from exporter.simulate.layouts import Layout
 from exporter.simulate.runner import Simulation
 from exporter.simulate.scenarios import Scenario
 from exporter.simulate.server import SimulatedServer
@@ -17,6 +18,8 @@ from exporter.simulate.server import SimulatedServer
 def run_demo(
     scenario: Scenario,
     *,
+    layout: Layout | None = None,
+    iteration_details: bool = False,
     listen: str,
     sim_host: str,
     sim_port: int,
@@ -33,7 +36,8 @@ def run_demo(
     workdir = Path(tempfile.mkdtemp(prefix="specdecode-demo-"))
     log_path = workdir / "vllm.log"
     simulation = Simulation(
-        SimulatedServer(scenario, seed=seed, log_interval=log_interval), log_path=str(log_path), host=sim_host, port=sim_port, speed=speed
+        SimulatedServer(scenario, seed=seed, log_interval=log_interval, layout=layout, iteration_details=iteration_details),
+        log_path=str(log_path), host=sim_host, port=sim_port, speed=speed
     )
     simulation.start()
     target = f"http://{sim_host}:{simulation.port}/metrics"

@@ -175,8 +175,12 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
 @click.argument("drafter", type=click.Path(exists=False))
 @option("--target", "target_path", type=click.Path(exists=False), help="The target model's directory or config.json.")
 @option("--k", "num_speculative_tokens", type=click.IntRange(min=1), help="num_speculative_tokens you serve with.")
+@option("--method", help="The speculative method you serve with (vLLM's name: eagle3, dspark, qwen3_next_mtp, …).")
+@option("--vllm-version", help="The vLLM version you serve with: --method is checked against its methods.")
 @option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Report format.")
-def check_config(drafter: str, target_path: str | None, num_speculative_tokens: int | None, output_format: str) -> None:
+def check_config(
+    drafter: str, target_path: str | None, num_speculative_tokens: int | None, method: str | None, vllm_version: str | None, output_format: str
+) -> None:
     """Lint a drafter's config.json against its target's (DFlash, EAGLE/EAGLE-3, MTP, draft models).
 
     DRAFTER and --target are model directories or config.json files. Exit status: 0 clean,
@@ -190,7 +194,7 @@ def check_config(drafter: str, target_path: str | None, num_speculative_tokens: 
     except ValueError as error:
         click.echo(f"check-config: {error}", err=True)
         sys.exit(3)
-    findings = check(draft, target, num_speculative_tokens)
+    findings = check(draft, target, num_speculative_tokens, method, vllm_version)
     if output_format == "json":
         click.echo(json.dumps(findings_json(findings, draft, target), indent=2))
     else:

@@ -9,6 +9,7 @@ import click
 
 from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, parse_windows, reference_options, reference_rule_args
 from exporter.config import ConfigError, parse_listen
+from exporter.simulate.layouts import NEWEST, SUPPORTED_VERSIONS, Layout
 from exporter.simulate.scenarios import SCENARIOS, Scenario
 
 
@@ -34,8 +35,22 @@ def _scenario(name: str, k: int | None, rates: str | None, drop_after: float | N
     )
 
 
+def _layout(vllm_version: str, logging_formatter: str, logging_prefix: str) -> Layout:
+    try:
+        return Layout(vllm_version, json_logs=logging_formatter == "json", logging_prefix=logging_prefix)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--logging-formatter") from None
+
+
 def _scenario_options(default: str) -> Callable[[F], F]:
     def decorate(func: F) -> F:
+        func = option("--iteration-details", is_flag=True,
+            help="Also write the --enable-logging-iteration-details lines (`Engine 000: Iteration(N): …`).")(func)
+        func = option("--logging-prefix", default="", help="VLLM_LOGGING_PREFIX the simulated server writes (e.g. '[pod-a] ').")(func)
+        func = option("--logging-formatter", type=click.Choice(["text", "json"]), default="text", show_default=True,
+            help="vLLM's --logging-config.formatter: json writes one JSON record a line (vLLM ≥ 0.32).")(func)
+        func = option("--vllm-version", type=click.Choice(SUPPORTED_VERSIONS), default=NEWEST, show_default=True,
+            help="The vLLM whose log layout is written (prefix order, [file:line], JSON formatter).")(func)
         func = option("--drafts-per-second", type=click.FloatRange(min=0.1), help="Drafts per second per engine.")(func)
         func = option("--restart-after", type=click.FloatRange(min=0.1), help="Seconds (simulated) until the server restarts.")(func)
         func = option("--drop-after", type=click.FloatRange(min=0.1), help="Seconds (simulated) until acceptance drops (drop-off).")(func)
@@ -59,7 +74,8 @@ def _scenario_options(default: str) -> Callable[[F], F]:
 @option("--engines", type=click.IntRange(min=1, max=64), default=1, show_default=True, help="Data-parallel engines.")
 @option("--duration", type=click.FloatRange(min=0.1), help="Stop after this many simulated seconds.")
 def simulate(scenario: str, speed: float, seed: int, k: int | None, rates: str | None, drop_after: float | None,
-             restart_after: float | None, drafts_per_second: float | None, listen: str, log_file: str | None,
+             restart_after: float | None, drafts_per_second: float | None, vllm_version: str, logging_formatter: str,
+             logging_prefix: str, iteration_details: bool, listen: str, log_file: str | None,
              log_layout: str, log_interval: float, engines: int, duration: float | None) -> None:
     """A vLLM server with speculative decoding, simulated: real-format log and /metrics, no GPU."""
     from exporter.simulate.runner import Simulation
@@ -70,7 +86,9 @@ def simulate(scenario: str, speed: float, seed: int, k: int | None, rates: str |
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     chosen = _scenario(scenario, k, rates, drop_after, restart_after, drafts_per_second)
-    server = SimulatedServer(chosen, engines=engines, seed=seed, log_interval=log_interval, log_format=log_layout)
+    layout = _layout(vllm_version, logging_formatter, logging_prefix)
+    server = SimulatedServer(chosen, engines=engines, seed=seed, log_interval=log_interval, log_format=log_layout, layout=layout,
+                             iteration_details=iteration_details)
     if log_file:
         click.echo(f"simulated vLLM ({chosen.name}) on http://{host}:{port}/metrics, log {log_file}", err=True)
     Simulation(server, log_path=log_file, host=host, port=port, speed=speed, duration=duration).run_until_interrupted()
@@ -85,7 +103,8 @@ def simulate(scenario: str, speed: float, seed: int, k: int | None, rates: str |
 @option("--health-window", default="1m", show_default=True, help="Window the verdict judges against each series' reference.")
 @reference_options
 def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | None, drop_after: float | None,
-         restart_after: float | None, drafts_per_second: float | None, listen: str, sim_listen: str, log_interval: float,
+         restart_after: float | None, drafts_per_second: float | None, vllm_version: str, logging_formatter: str,
+         logging_prefix: str, iteration_details: bool, listen: str, sim_listen: str, log_interval: float,
          windows: tuple[str, ...], health_window: str, reference_hold: str, reference_window: str, reference_min_drafts: int) -> None:
     """Zero-setup demo: a simulated vLLM, the sidecar reading its log and /metrics, the status page."""
     from exporter.cli.demo import run_demo
@@ -99,8 +118,10 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
     if health_window not in window_map:
         raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
     chosen = _scenario(scenario, k, rates, drop_after, restart_after, drafts_per_second)
+    layout = _layout(vllm_version, logging_formatter, logging_prefix)
     run_demo(
-        chosen, listen=listen, sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval,
+        chosen, layout=layout, iteration_details=iteration_details,
+        listen=listen, sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval,
         speed=speed, windows=window_map, health_window=health_window,
         reference=reference_rule_args(reference_hold, reference_window, reference_min_drafts),
     )

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from exporter.intervals.draft_length import draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
 from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import might_matter
@@ -164,12 +165,13 @@ class LogInterpreter:
         drafts: int | None
         k: int | None
         drafts_range: tuple[int, int] | None
+        emitted: int | None = None
         if parsed.cumulative:
             counts = self._v0_delta(pid, parsed)
             if counts is None:
                 return LineOutcome(spec_line=True, variant=parsed.variant)
-            key, draft_tokens, accepted, drafts, k = self._series(DEFAULT_ENGINE), *counts
-            positions: tuple[int, ...] = ()
+            key, (draft_tokens, accepted, drafts, k, emitted) = self._series(DEFAULT_ENGINE), counts
+            positions: tuple[int, ...] = ()  # V0 never prints them: reported as null
             drafts_range = (drafts, drafts)
         else:
             if parsed.draft_tokens == 0:  # a `nan%` line: nothing was drafted
@@ -179,13 +181,21 @@ class LogInterpreter:
             key = self._series(self._engine_by_pid.get(pid, DEFAULT_ENGINE))
             draft_tokens, accepted = parsed.draft_tokens, parsed.accepted_tokens
             rates = parsed.position_rates
-            k = len(rates) if rates else None
+            k = (len(rates) if rates else None) or self.config.num_speculative_tokens
             rebuilt = reconstruct(accepted, draft_tokens, parsed.mean_acceptance_length, rates)
             if rebuilt is None and (rates or parsed.mean_acceptance_length is not None):
                 return self._problem(line, "reconstruction_failed", spec_line=True)
-            drafts = rebuilt.drafts if rebuilt else None
-            positions = rebuilt.accepted_per_position if rebuilt else ()
-            drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high) if rebuilt else None
+            pinned = drafts_from_tokens(draft_tokens, k, draft_length(self.config.method, self.config.server_version, self.config.variable_drafts))
+            if rebuilt is None:  # V1-a, V1-b: only A and T; D = T/k for a fixed-length drafter, else unknown
+                drafts, positions = pinned, ()
+                drafts_range = None if pinned is None else (pinned, pinned)
+            elif pinned is not None and rebuilt.drafts == pinned:
+                # a fixed-length drafter and T/k is among the D the printed numbers allow (reconstruct
+                # prefers it when it is): the range closes on it; a T/k they rule out is not forced
+                drafts, positions, drafts_range = pinned, rebuilt.accepted_per_position, (pinned, pinned)
+            else:
+                drafts, positions = rebuilt.drafts, rebuilt.accepted_per_position
+                drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high)
         end = self._time(line, month_day_time)
         start = self._last_end.get(key)
         interval = Interval(
@@ -200,6 +210,7 @@ class LogInterpreter:
             k=k or self.config.num_speculative_tokens,
             drafts_range=drafts_range,
             variant=parsed.variant,
+            emitted_tokens=emitted,
         )
         self._last_end[key] = end
         return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
@@ -230,23 +241,26 @@ class LogInterpreter:
             return False
         return abs(100.0 * parsed.accepted_tokens / parsed.draft_tokens - printed) > _RATE_TOLERANCE_PERCENT
 
-    def _v0_delta(self, pid: int | None, parsed: ParsedSpecLine) -> tuple[int, int, int, int] | None:
-        """(T, A, D, k) since the previous cumulative line of this process, or None for a baseline."""
+    def _v0_delta(self, pid: int | None, parsed: ParsedSpecLine) -> tuple[int, int, int, int, int] | None:
+        """(T, A, D, k, E) since the previous cumulative line of this process, or None for a baseline.
+
+        V0 judges every drafted position, so its A counts accepted tokens after a rejection too:
+        A is reported as logged (A/T is the rate V0 prints), D = T/k (V0 asserts T is a multiple
+        of k, spec_decode/metrics.py in 0.6.3) and L = E/D with the emitted tokens E.
+        """
         seen = pid in self._v0_baseline
         previous = self._v0_baseline.get(pid)
         self._v0_baseline[pid] = parsed
         k = parsed.num_speculative_tokens or 0
         if not seen:
             return None  # joined mid-run: the first line is only a baseline
-        before = (0, 0) if previous is None else (previous.draft_tokens, previous.emitted_tokens or 0)
-        now = (parsed.draft_tokens, parsed.emitted_tokens or 0)
-        if now[0] < before[0] or now[1] < before[1]:
+        before = (0, 0, 0) if previous is None else (previous.draft_tokens, previous.emitted_tokens or 0, previous.accepted_tokens)
+        now = (parsed.draft_tokens, parsed.emitted_tokens or 0, parsed.accepted_tokens)
+        if any(n < b for n, b in zip(now, before, strict=True)):
             self.restarts += 1
             return None  # restart without startup lines: new baseline, the reset interval is dropped
-        draft_tokens, emitted = now[0] - before[0], now[1] - before[1]
+        draft_tokens, emitted, accepted = now[0] - before[0], now[1] - before[1], now[2] - before[2]
         if draft_tokens == 0 or k <= 0:
             return None
         drafts = draft_tokens // k  # V0 asserts draft tokens are a multiple of k
-        # V0's "accepted" is not prefix-based; emitted = accepted prefix + one token per draft.
-        accepted = max(0, emitted - drafts)
-        return draft_tokens, accepted, drafts, k
+        return draft_tokens, accepted, drafts, k, emitted

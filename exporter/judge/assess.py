@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.config import DeriveSettings, parse_duration
+from exporter.intervals.draft_length import unknown_drafts_reason
 from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import reference_baseline
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
@@ -80,7 +81,8 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
         judged = derive(series.recent, settings.cost_for(series.config.method, series.key.model_name))
         window = f"the last {settings.health_window}"
     notes = _notes(derived, k, series.config.method)
-    verdict = _held(judge(judged, baseline, settings.thresholds, window), series)
+    because = unknown_drafts_reason(series.config.method, series.config.server_version, k, series.config.variable_drafts)
+    verdict = _held(judge(judged, baseline, settings.thresholds, window, because), series)
     return Assessment(span, totals, derived, baseline, verdict, notes, k)
 
 

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from exporter.judge.methods import method_problem, runs_as
+
 SEVERITIES = ("error", "warning", "info")
 LAYER_TYPES = ("sliding_attention", "full_attention")
 
@@ -108,10 +110,17 @@ def _target(target: Mapping[str, Any], key: str) -> Any:
     return text.get(key) if isinstance(text, dict) else None
 
 
-def check(drafter: ModelFiles, target: ModelFiles | None, k: int | None = None) -> list[Finding]:
+def check(
+    drafter: ModelFiles, target: ModelFiles | None, k: int | None = None, method: str | None = None, vllm_version: str | None = None
+) -> list[Finding]:
     """Every finding for this drafter (and target, when given), most severe first."""
     kind = drafter_kind(drafter.config)
     findings: list[Finding] = []
+    if method is not None:
+        problem = method_problem(method, vllm_version)
+        if problem is not None:
+            expected = f"a method of vLLM {vllm_version}" if problem[0] == "error" else runs_as(method)
+            findings.append(Finding(problem[0], "method", method, expected, problem[1]))
     if kind == "dflash":
         findings += _dflash(drafter, target, k)
     elif kind in ("eagle", "eagle3"):

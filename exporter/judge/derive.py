@@ -1,7 +1,9 @@
 """Pure math over pooled Totals: DESIGN.md's derived quantities.
 
 With D, T, A, A_i summed over a window:
-  L = 1 + A/D (mean acceptance length, bonus token included, as vLLM reports it)
+  L = 1 + A/D (mean acceptance length, bonus token included, as vLLM reports it); on V0 lines,
+      whose A counts every accepted position and not only the accepted prefix, L = E/D with the
+      printed emitted tokens E
   r_i = A_i/D (unconditional: positions 0..i all accepted); L = 1 + Σ r_i
   c_i = r_i / r_{i-1}, c_0 = r_0 (conditional: where the chain breaks)
   α = A/T (draft acceptance ratio); T/D (mean draft length, below k when drafts are shortened)
@@ -80,13 +82,18 @@ def derive(totals: Totals, cost: DraftCost = FALLBACK_COST) -> Derived | None:
     expected = expected_tokens_per_step(rates) if rates else ()
     speedup = speedup_curve(expected, cost) if expected else ()
     seconds = totals.seconds if totals.seconds > 0 else None
+    emitted = totals.known_emitted
+    if drafts and emitted is not None:
+        length: float | None = emitted / drafts
+    else:
+        length = 1.0 + totals.accepted_tokens / drafts if drafts else None
     return Derived(
         drafts=drafts,
         draft_tokens=totals.draft_tokens,
         accepted_tokens=totals.accepted_tokens,
         wasted_draft_tokens=totals.draft_tokens - totals.accepted_tokens,
         draft_acceptance_ratio=totals.accepted_tokens / totals.draft_tokens,
-        mean_acceptance_length=1.0 + totals.accepted_tokens / drafts if drafts else None,
+        mean_acceptance_length=length,
         mean_draft_length=totals.draft_tokens / drafts if drafts else None,
         position_acceptance=rates,
         conditional_acceptance=conditional_acceptance(rates),

@@ -23,6 +23,11 @@ def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _positions(values: Any) -> list[Any] | None:
+    """Per-position values, or None (JSON null) when the format prints none (V0, V1-a, V1-b): never []."""
+    return list(values) or None
+
+
 def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
     """The derive layer's numbers for one span, JSON-ready."""
     if derived is None:
@@ -31,14 +36,14 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
             "draft_tokens": totals.draft_tokens,
             "accepted_tokens": totals.accepted_tokens,
             "wasted_draft_tokens": totals.draft_tokens - totals.accepted_tokens,
-            "accepted_per_position": list(totals.accepted_per_position),
+            "accepted_per_position": _positions(totals.accepted_per_position),
             "mean_acceptance_length": None,
             "draft_acceptance_ratio": None,
             "mean_draft_length": None,
-            "position_acceptance": [],
-            "conditional_acceptance": [],
-            "expected_tokens_per_step": [],
-            "speedup_estimate": [],
+            "position_acceptance": None,
+            "conditional_acceptance": None,
+            "expected_tokens_per_step": None,
+            "speedup_estimate": None,
             "recommended_speculative_tokens": None,
             "seconds": None,
             "wasted_draft_tokens_per_second": None,
@@ -48,14 +53,14 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
         "draft_tokens": derived.draft_tokens,
         "accepted_tokens": derived.accepted_tokens,
         "wasted_draft_tokens": derived.wasted_draft_tokens,
-        "accepted_per_position": list(totals.accepted_per_position),
+        "accepted_per_position": _positions(totals.accepted_per_position),
         "mean_acceptance_length": _round(derived.mean_acceptance_length),
         "draft_acceptance_ratio": _round(derived.draft_acceptance_ratio),
         "mean_draft_length": _round(derived.mean_draft_length),
-        "position_acceptance": [_round(r) for r in derived.position_acceptance],
-        "conditional_acceptance": [_round(c) for c in derived.conditional_acceptance],
-        "expected_tokens_per_step": [_round(e) for e in derived.expected_tokens_per_step],
-        "speedup_estimate": [_round(s) for s in derived.speedup],
+        "position_acceptance": _positions([_round(r) for r in derived.position_acceptance]),
+        "conditional_acceptance": _positions([_round(c) for c in derived.conditional_acceptance]),
+        "expected_tokens_per_step": _positions([_round(e) for e in derived.expected_tokens_per_step]),
+        "speedup_estimate": _positions([_round(s) for s in derived.speedup]),
         "recommended_speculative_tokens": derived.recommended_speculative_tokens,
         "seconds": _round(derived.seconds, 3),
         "wasted_draft_tokens_per_second": _round(derived.wasted_draft_tokens / derived.seconds, 3) if derived.seconds else None,

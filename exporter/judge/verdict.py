@@ -36,11 +36,18 @@ class Verdict:
     message: str  # one sentence with the numbers behind it
 
 
-def judge(current: Derived | None, baseline: Baseline | None, thresholds: HealthThresholds, window: str | None = None) -> Verdict:
+def judge(
+    current: Derived | None,
+    baseline: Baseline | None,
+    thresholds: HealthThresholds,
+    window: str | None = None,
+    drafts_unknown_because: str = "",
+) -> Verdict:
     """The verdict for `current` (judged against `baseline` when there is one), with its reason."""
     over = f" over {window}" if window else ""
     if current is not None and current.drafts is None and current.draft_tokens > 0:
-        return Verdict("no_data", "drafts_unknown", "this log layout does not print the number of drafts (vLLM ≤ 0.8.4): no L or per-position rates")
+        because = f": {drafts_unknown_because}" if drafts_unknown_because else ""
+        return Verdict("no_data", "drafts_unknown", f"this log format does not print the number of drafts (vLLM ≤ 0.8.4){because}; no L")
     if current is None or current.drafts is None or current.drafts < thresholds.min_drafts:
         drafts = 0 if current is None or current.drafts is None else current.drafts
         return Verdict("no_data", "too_few_drafts", f"{drafts} drafts{over}; a verdict needs at least {thresholds.min_drafts}")
@@ -84,7 +91,9 @@ def judge(current: Derived | None, baseline: Baseline | None, thresholds: Health
                 f"positions {best}–{drafted - 1} cost more than they return: drafting {best} instead of {drafted} "
                 f"would be about {gain:.0%} faster",
             )
-    return Verdict("ok", "all_positions_pay", f"L {length:.2f}{over}, position 0 at {position0 or 0:.0%}; every drafted position pays for itself")
+    if position0 is None:  # V0, V1-a, V1-b: no per-position counts, so nothing is said about positions
+        return Verdict("ok", "acceptance_ok", f"L {length:.2f}{over}; this log format prints no per-position acceptance, so positions are not judged")
+    return Verdict("ok", "all_positions_pay", f"L {length:.2f}{over}, position 0 at {position0:.0%}; every drafted position pays for itself")
 
 
 def as_baseline(value: Baseline | Derived | None, source: str = "baseline window") -> Baseline | None:

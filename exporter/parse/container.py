@@ -30,7 +30,8 @@ def detect_format(line: str) -> LogFormat:
     stripped = line.lstrip()
     if stripped.startswith(PLUGIN_RECORD):  # our plugin's JSON lines are plain text, not docker records
         return "plain"
-    if stripped.startswith("{") and '"log"' in stripped:
+    # a docker record has "log" and "stream" keys; vLLM's own JSON records (0.32+) have neither
+    if stripped.startswith("{") and '"log":' in stripped and '"stream":' in stripped:
         return "docker"
     if _CRI.match(line):
         return "cri"

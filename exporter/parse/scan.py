@@ -19,6 +19,7 @@ MARKERS: tuple[str, ...] = (
     "Engines Aggregated",  # V1 with several API servers
     "non-default args",  # V1 startup config
     "LLM engine",  # `Initializing a V1 LLM engine (v…) with config:` and V0's
+    "Model Runner V2 does not",  # ≥ 0.32 fell back to the V1 model runner: n-gram drafts vary again
     "accept len: ",  # SGLang decode batches
     '{"specdecode_plugin":',  # records of our vLLM plugin (exporter/plugin/records.py)
 )

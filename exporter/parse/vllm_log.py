@@ -189,6 +189,10 @@ def parse_engine_marker(message: str) -> EngineMarker | None:
     """`Engine 001: …` → EngineMarker("1"); `4 Engines Aggregated: …` → EngineMarker("all")."""
     match = _ENGINE.match(message)
     if match is not None:
+        if message.startswith("Iteration(", match.end()):
+            # `--enable-logging-iteration-details` (vLLM ≥ 0.26, loggers.py:182-183): one line per
+            # step between a stats line and its spec line; neither, and must not move the engine
+            return None
         return EngineMarker(engine=str(int(match[1])))
     if _AGGREGATED.match(message):
         return EngineMarker(engine="all")
@@ -203,6 +207,7 @@ _SPEC_REPR = re.compile(r"speculative_config=SpeculativeConfig\((?P<body>[^)]*)\
 _REPR_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|[^,]*)")
 _SERVED = re.compile(r"served_model_name=(\[[^\]]*\]|[^,]+)")
 _MODEL = re.compile(r"(?:^|, )model='([^']*)'")
+_SPEC_FLAGS = {"spec_method": "method", "spec_model": "model", "spec_tokens": "num_speculative_tokens"}
 _SPEC_DICT = re.compile(r"'speculative_config': (\{[^{}]*\}|'[^']*'|\"[^\"]*\")")
 
 
@@ -213,15 +218,24 @@ def _first_name(value: Any) -> str | None:
 
 
 def _spec_from_mapping(spec: dict[str, Any]) -> SpecConfig:
+    # vLLM ≥ 0.26 accepts the user's hyphens inside --speculative-config and converts them only when
+    # the config is built (arg_utils.py:1768 in 0.26), so `non-default args` shows them verbatim
+    spec = {str(key).replace("-", "_"): value for key, value in spec.items()}
     k = spec.get("num_speculative_tokens", spec.get("num_spec_tokens"))
     method = spec.get("method")
     draft = spec.get("model")
     if method is None and draft in ("ngram", "[ngram]"):
         method = "ngram"
+    variable = None
+    if spec.get("num_speculative_tokens_per_batch_size"):  # dynamic SD: k follows the batch size
+        variable = "k varies with the batch size (num_speculative_tokens_per_batch_size)"
+    elif spec.get("enable_adaptive_verification") in (True, "true", "True", 1):  # dspark, from vLLM 0.28
+        variable = "dspark's adaptive verification shortens drafts (enable_adaptive_verification)"
     return SpecConfig(
         method=None if method is None else str(method),
         num_speculative_tokens=int(k) if isinstance(k, int) or (isinstance(k, str) and k.isdigit()) else None,
         draft_model=None if draft is None else str(draft),
+        variable_drafts=variable,
     )
 
 
@@ -230,8 +244,11 @@ def _parse_non_default_args(text: str) -> SpecConfig | None:
         args = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         args = None
+    flags: dict[str, Any] = {}
     if isinstance(args, dict):
         spec = args.get("speculative_config")
+        # --spec-method/--spec-model/--spec-tokens (arg_utils.py:1501-1505 in 0.24, :1869 in 0.33)
+        flags = {name: args[key] for key, name in _SPEC_FLAGS.items() if args.get(key) is not None}
         served = _first_name(args.get("served_model_name"))
         model = _first_name(args.get("model") or args.get("model_tag"))
     else:  # a repr we cannot evaluate: fall back to the one field we need
@@ -249,7 +266,9 @@ def _parse_non_default_args(text: str) -> SpecConfig | None:
             except (ValueError, SyntaxError):
                 spec = None
     base = _spec_from_mapping(spec) if isinstance(spec, dict) else SpecConfig()
-    if spec is None and served is None and model is None:
+    if flags:
+        base = base.merged(_spec_from_mapping(flags))
+    if spec is None and not flags and served is None and model is None:
         return None
     return base.merged(SpecConfig(served_model_name=served, model=model))
 
@@ -267,12 +286,16 @@ def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
         # V0 printed draft_model=… instead of method/model
         if "draft_model" in fields and "model" not in fields:
             fields["model"] = fields["draft_model"]
+            if "method" not in fields:  # V0 ran a draft model, or n-gram lookup as draft_model='[ngram]'
+                fields["method"] = "ngram" if fields["draft_model"] in ("ngram", "[ngram]") else "draft_model"
         spec = spec.merged(_spec_from_mapping(fields))
     served = _SERVED.search(config)
     model = _MODEL.search(config)
     served_name = None
     if served is not None:
         raw = served[1].strip()
+        if raw.endswith(")") and raw.count("(") < raw.count(")"):
+            raw = raw[:-1]  # V0 closed its config text with `served_model_name=%s)` (llm_engine.py:161 in 0.4.3)
         try:
             served_name = _first_name(ast.literal_eval(raw)) if raw.startswith("[") else raw.strip("'")
         except (ValueError, SyntaxError):
@@ -280,8 +303,13 @@ def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
     return spec.merged(SpecConfig(served_model_name=served_name, model=model[1] if model else None))
 
 
+V1_RUNNER = "Model Runner V2 does not yet support"  # vLLM ≥ 0.32 fell back to the V1 runner (config/vllm.py)
+
+
 def parse_config_message(message: str) -> SpecConfig | None:
     """Speculative config from a startup line (`non-default args:` or `Initializing … engine`)."""
+    if message.startswith(V1_RUNNER):
+        return SpecConfig(variable_drafts="the V1 model runner is in use (Model Runner V2 unsupported): n-gram drafts may be shorter than k")
     if message.startswith(_NON_DEFAULT):
         return _parse_non_default_args(message[len(_NON_DEFAULT) :])
     match = _ENGINE_INIT.match(message)

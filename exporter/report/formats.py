@@ -19,8 +19,8 @@ def _num(value: Any, spec: str = ".3f") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _at(values: list[Any], index: int) -> Any:
-    return values[index] if index < len(values) else None
+def _at(values: list[Any] | None, index: int) -> Any:
+    return values[index] if values is not None and index < len(values) else None
 
 
 def _utc(at: float | None) -> str:

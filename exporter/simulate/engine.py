@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from exporter.simulate.layouts import Layout
 from exporter.simulate.scenarios import Scenario
 
 
@@ -50,6 +51,9 @@ class ServerView(Protocol):
 
     scenario: Scenario
     log_format: str
+    layout: Layout
+    iteration_details: bool
+    iterations: int
     api_pid: int
     engine_pid: int
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from exporter.simulate import vllm_format
 from exporter.simulate.engine import Counts, Engine
+from exporter.simulate.layouts import Layout
 from exporter.simulate.scenarios import Scenario, conditional_from_rates
 
 
@@ -31,6 +32,9 @@ class _View:
     engines: Sequence[Engine]
     api_pid: int = 4242
     engine_pid: int = 4342
+    layout: Layout = field(default_factory=lambda: Layout(version="0.24.0"))  # the layout of the real 0.24.0 capture
+    iteration_details: bool = False
+    iterations: int = 0
 
 
 @dataclass(frozen=True)

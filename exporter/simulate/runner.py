@@ -59,7 +59,7 @@ def create_sim_app(server: SimulatedServer, writer: LogWriter) -> FastAPI:
 
     @app.get("/version")
     def version() -> JSONResponse:
-        return JSONResponse({"version": vllm_format.SERVER_VERSION})
+        return JSONResponse({"version": server.layout.version})
 
     @app.get("/health")
     def health() -> Response:

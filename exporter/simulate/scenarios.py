@@ -100,7 +100,7 @@ SCENARIOS = {
         ),
         Scenario(
             name="ngram",
-            description="Prompt-lookup (n-gram) drafting, k = 5: many drafts are shorter than k.",
+            description="Prompt-lookup (n-gram) drafting, k = 5: many drafts are shorter than k (on vLLM ≤ 0.31; from 0.32 every draft is k long).",
             model="meta-llama/Llama-3.1-8B-Instruct",
             served_model_name="llama-3.1-8b",
             method="ngram",

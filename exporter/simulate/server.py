@@ -15,9 +15,12 @@ import time
 
 from exporter.simulate import vllm_format
 from exporter.simulate.engine import Counts, Engine
+from exporter.simulate.layouts import Layout, minor
 from exporter.simulate.scenarios import Scenario
 
+NGRAM_FULL_FROM = (0, 32)
 TICK_SECONDS = 0.1
+STEPS_PER_TICK = 4  # iteration-detail lines: one is written per tick, numbered as if 4 steps ran
 
 
 class SimulatedServer:
@@ -32,6 +35,8 @@ class SimulatedServer:
         start_time: float | None = None,
         log_interval: float = 10.0,
         log_format: str = "V1-e",
+        layout: Layout | None = None,
+        iteration_details: bool = False,
     ) -> None:
         if log_format not in vllm_format.LOG_FORMATS:
             raise ValueError(f"unknown log format {log_format!r} (known: {', '.join(vllm_format.LOG_FORMATS)})")
@@ -41,6 +46,12 @@ class SimulatedServer:
         self.elapsed = 0.0
         self.log_interval = log_interval
         self.log_format = log_format
+        self.layout = layout or Layout()  # the newest supported vLLM, text logs
+        self.iteration_details = iteration_details  # --enable-logging-iteration-details
+        self.iterations = 0
+        # n-gram drafts are shorter than k only up to vLLM 0.31; 0.32's Model Runner V2 fills all k slots
+        ngram_full = scenario.method in ("ngram", "ngram_gpu") and minor(self.layout.version) >= NGRAM_FULL_FROM
+        self.shortened_drafts = scenario.shortened_drafts and not ngram_full
         self.lock = threading.Lock()
         self.api_pid = 1000 + self.rng.randrange(60000)
         self.engine_pid = self.api_pid + 100
@@ -69,13 +80,14 @@ class SimulatedServer:
         conditional = scenario.conditional(self.elapsed)
         for engine in self.engines:
             for _ in range(self._draws(scenario.drafts_per_second * TICK_SECONDS)):
-                length = self.rng.randint(1, scenario.k) if scenario.shortened_drafts else scenario.k
+                length = self.rng.randint(1, scenario.k) if self.shortened_drafts else scenario.k
                 accepted = 0
                 while accepted < length and self.rng.random() < conditional[accepted]:
                     accepted += 1
                 engine.total.add(length, accepted)
                 engine.interval.add(length, accepted)
         self._since_log += TICK_SECONDS
+        lines.extend(vllm_format.iteration_lines(self, STEPS_PER_TICK))
         if self._since_log >= self.log_interval - 1e-9:
             lines.extend(vllm_format.interval_lines(self, self._since_log))
             for engine in self.engines:

@@ -1,9 +1,11 @@
-"""What vLLM prints, line for line: the layouts of the 0.24.0 capture and of reference §2.
+"""What vLLM prints, line for line: the layouts of vLLM 0.24.0 → 0.33.0 and of reference §2.
 
-`V1-e` (the current layout, the default) copies the capture: `(APIServer pid=N)` prefix,
-`[loggers.py:273] Engine 000:` then `[metrics.py:120] SpecDecoding metrics:`. Older layouts are
-for exercising parsers: V1-d, V1-c (with the process prefix of ≈v0.10), V1-b (no prefix) and V0-b
-(cumulative counts, the pre-v0.8 `metrics.py:367]` formatter).
+`V1-e` (the current layout, the default) is written as the server's vLLM version writes it
+(layouts.py: prefix order, JSON records from 0.32, each line's `[file:line]`), as in the 0.24.0
+and 0.26.0 captures: `Engine 000:` then `SpecDecoding metrics:`, optionally with the
+`--enable-logging-iteration-details` lines between. Older layouts are for exercising parsers:
+V1-d, V1-c (with the process prefix of ≈v0.10), V1-b (no prefix) and V0-b (cumulative counts,
+the pre-v0.8 `metrics.py:367]` formatter).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from collections.abc import Callable
 from prometheus_client.utils import floatToGoString as _untyped_float_text
 
 from exporter.simulate.engine import Counts, Engine, ServerView
+from exporter.simulate.layouts import ITERATION_FROM_API_SERVER, NEWEST, minor
+from exporter.simulate.layouts import source as file_line
 
 LOG_FORMATS = ("V1-e", "V1-d", "V1-c", "V1-b", "V0-b")
-SERVER_VERSION = "0.24.0"  # the vLLM the simulator writes as: `version …` line, engine config, /version
+SERVER_VERSION = NEWEST  # the vLLM the simulator writes as by default (--vllm-version): startup lines, /version
 
 floatToGoString: Callable[[float], str] = _untyped_float_text  # prometheus_client's number format; its function is untyped
 
@@ -26,17 +30,18 @@ def _stamp(server: ServerView) -> str:
 
 
 def _api(server: ServerView, source: str, message: str, level: str = "INFO") -> str:
+    """An API-server record; `source` is a layouts.py kind ("stats", "spec", …) or a `file:line`."""
     if server.log_format in ("V1-b", "V0-b"):  # before the process prefix existed
         bracket = "" if server.log_format == "V0-b" else "["
-        return f"{level} {_stamp(server)} {bracket}{source}] {message}"
-    return f"(APIServer pid={server.api_pid}) {level} {_stamp(server)} [{source}] {message}"
+        return f"{level} {_stamp(server)} {bracket}{file_line(source, server.layout.version)}] {message}"
+    return server.layout.record(server.now, "APIServer", server.api_pid, source, message, level)
 
 
 def _core(server: ServerView, source: str, message: str) -> str:
     if server.log_format in ("V1-b", "V0-b"):
         bracket = "" if server.log_format == "V0-b" else "["
-        return f"INFO {_stamp(server)} {bracket}{source}] {message}"
-    return f"(EngineCore pid={server.engine_pid}) INFO {_stamp(server)} [{source}] {message}"
+        return f"INFO {_stamp(server)} {bracket}{file_line(source, server.layout.version)}] {message}"
+    return server.layout.record(server.now, "EngineCore", server.engine_pid, source, message)
 
 
 def startup_lines(server: ServerView) -> list[str]:
@@ -53,23 +58,28 @@ def startup_lines(server: ServerView) -> list[str]:
             )
         ]
     spec = {"method": s.method, "model": s.draft_model, "num_speculative_tokens": k}
-    args = {"model_tag": s.model, "model": s.model, "served_model_name": [s.served_model_name], "speculative_config": spec}
+    args: dict[str, object] = {"model_tag": s.model, "model": s.model, "served_model_name": [s.served_model_name], "speculative_config": spec}
+    version = server.layout.version
+    if server.iteration_details:
+        args["enable_logging_iteration_details"] = True
+    # the logo (text) or, with the JSON formatter, one line naming version and model (startup.py:16-38 in 0.33)
+    banner = f"vLLM server version {version}, serving model {s.model}" if server.layout.json_logs else f"version {version}"
     return [
-        _api(server, "api_utils.py:339", f"version {SERVER_VERSION}"),
-        _api(server, "api_utils.py:273", f"non-default args: {args!r}"),
+        _api(server, "version", banner),
+        _api(server, "args", f"non-default args: {args!r}"),
         _core(
             server,
-            "core.py:114",
-            f"Initializing a V1 LLM engine (v{SERVER_VERSION}) with config: model='{s.model}', "
+            "engine_init",
+            f"Initializing a V1 LLM engine (v{version}) with config: model='{s.model}', "
             f"speculative_config=SpeculativeConfig(method='{s.method}', model='{s.draft_model}', num_spec_tokens={k}), "
             f"tokenizer='{s.model}', skip_tokenizer_init=False, seed=0, served_model_name={s.served_model_name}, "
             "enable_prefix_caching=True, enable_chunked_prefill=True",
         ),
-        _api(server, "api_server.py:581", "Starting vLLM server on http://0.0.0.0:8000"),
-        f"(APIServer pid={server.api_pid}) INFO:     Started server process [{server.api_pid}]"
+        _api(server, "serving", "Starting vLLM server on http://0.0.0.0:8000"),
+        server.layout.uvicorn(server.now, server.api_pid, f"Started server process [{server.api_pid}]")
         if server.log_format != "V1-b"
         else f"INFO:     Started server process [{server.api_pid}]",
-        f"(APIServer pid={server.api_pid}) INFO:     Application startup complete."
+        server.layout.uvicorn(server.now, server.api_pid, "Application startup complete.")
         if server.log_format != "V1-b"
         else "INFO:     Application startup complete.",
     ]
@@ -85,8 +95,33 @@ def shutdown_lines(server: ServerView) -> list[str]:
 
 
 def access_line(server: ServerView, client: str, method: str, path: str, status: int) -> str:
-    text = f'INFO:     {client} - "{method} {path} HTTP/1.1" {status} {"OK" if status == 200 else ""}'.rstrip()
-    return text if server.log_format in ("V1-b", "V0-b") else f"(APIServer pid={server.api_pid}) {text}"
+    message = f'{client} - "{method} {path} HTTP/1.1" {status}'
+    if server.log_format in ("V1-b", "V0-b"):
+        return f"INFO:     {message} {'OK' if status == 200 else ''}".rstrip()
+    if server.layout.json_logs:  # the JSON access record has no status phrase
+        return server.layout.uvicorn(server.now, server.api_pid, message, access=True)
+    return server.layout.uvicorn(server.now, server.api_pid, f"{message} {'OK' if status == 200 else ''}".rstrip(), access=True)
+
+
+def iteration_lines(server: ServerView, steps: int) -> list[str]:
+    """`--enable-logging-iteration-details`: one line per engine step (a few per tick, not every step).
+
+    From 0.26 the API server logs them with `Engine 00N: ` (loggers.py:182-183 in 0.26); before,
+    the engine core logged them without (core.py:452 in 0.24).
+    """
+    if not server.iteration_details or server.log_format != "V1-e":
+        return []
+    lines = []
+    from_api = minor(server.layout.version) >= ITERATION_FROM_API_SERVER
+    for engine in server.engines:
+        server.iterations += steps
+        text = (f"Iteration({server.iterations}): 0 context requests, 0 context tokens, 16 generation requests, "
+                f"{16 * (1 + server.scenario.k)} generation tokens, iteration elapsed time: 24.73 ms")
+        if from_api:
+            lines.append(_api(server, "iteration", f"Engine {engine.index:03d}: {text}, GPU KV cache usage: 0.4%"))
+        else:
+            lines.append(_core(server, "iteration", text))
+    return lines
 
 
 def interval_lines(server: ServerView, seconds: float) -> list[str]:
@@ -99,7 +134,7 @@ def interval_lines(server: ServerView, seconds: float) -> list[str]:
             lines.append(
                 _api(
                     server,
-                    "loggers.py:273",
+                    "stats" if server.log_format == "V1-e" else "loggers.py:273",
                     f"Engine {engine.index:03d}: Avg prompt throughput: {0.0 if not counts.drafts else 41.7:.1f} tokens/s, "
                     f"Avg generation throughput: {generated / seconds:.1f} tokens/s, Running: {16 if counts.drafts else 0} reqs, "
                     "Waiting: 0 reqs, GPU KV cache usage: 0.4%, Prefix cache hit rate: 62.5%",
@@ -107,7 +142,7 @@ def interval_lines(server: ServerView, seconds: float) -> list[str]:
             )
         spec = _spec_message(server, engine, seconds)
         if spec is not None:
-            source = {"V1-e": "metrics.py:120", "V1-d": "metrics.py:96", "V1-c": "metrics.py:86", "V1-b": "metrics.py:52", "V0-b": "metrics.py:367"}
+            source = {"V1-e": "spec", "V1-d": "metrics.py:96", "V1-c": "metrics.py:86", "V1-b": "metrics.py:52", "V0-b": "metrics.py:367"}
             lines.append(_api(server, source[server.log_format], spec))
     return lines
 

@@ -35,9 +35,16 @@ class Totals:
     accepted_per_position: tuple[int, ...] = ()
     k: int | None = None
     draft_tokens_per_position: tuple[int, ...] = ()  # T_i: only plugin records carry them
+    emitted_tokens: int = 0  # Σ E over the intervals that printed it (V0)
+    emitted_known: int = 0  # how many intervals printed E; L = E/D only when all of them did
     seconds: float = 0.0  # summed interval lengths (those that are known)
     start: float | None = None
     end: float | None = None
+
+    @property
+    def known_emitted(self) -> int | None:
+        """Σ E (V0 lines), or None unless every interval in the span printed it."""
+        return self.emitted_tokens if self.intervals and self.emitted_known == self.intervals else None
 
     @property
     def known_drafts(self) -> int | None:
@@ -59,6 +66,8 @@ class Totals:
             draft_tokens_per_position=_add_positions(self.draft_tokens_per_position, interval.draft_tokens_per_position, sign)
             if interval.draft_tokens_per_position or self.draft_tokens_per_position else (),
             k=interval.k if interval.k is not None else self.k,
+            emitted_tokens=self.emitted_tokens + sign * (interval.emitted_tokens or 0),
+            emitted_known=self.emitted_known + sign * (interval.emitted_tokens is not None),
             seconds=max(0.0, self.seconds + sign * (interval.seconds or 0.0)),
             # removing an interval leaves the span to the caller, who knows what remains
             start=start if sign > 0 and self.start is None else self.start,
