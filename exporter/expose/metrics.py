@@ -153,6 +153,7 @@ class MetricsRenderer:
         self.rendered_series = 0  # cache misses, for tests and benchmarks
         self.refreshed = (float("-inf"), -1)  # (monotonic time, store version) of the last body built
         self._published: bytes | None = None  # the gzip body of the last refresh, read without the lock
+        self.background = False  # a refresher keeps the body young (set by expose/refresh.py)
         self.wanted = threading.Event()  # set when a scrape got an old body: the refresher rebuilds it at once
 
     @property
@@ -186,15 +187,16 @@ class MetricsRenderer:
     def cached(self, gzip: bool, max_age: float) -> bytes | None:
         """The last gzip body without waiting, or None when one must be built first.
 
-        It is sent if younger than `max_age` seconds, while a newer one is being built, or when no
-        source wrote since it was built (then only windows moving with time can differ, and the
-        refresher is asked to rebuild it now for the next scrape): a scrape should not wait for a render."""
+        It is sent if younger than `max_age` seconds, while a newer one is being built, when no
+        source wrote since it was built (only windows moving with time can differ), or whenever a
+        refresher keeps the body (it rebuilds within `max_age / 2` of a write): a scrape should not
+        wait for a render. An old body sent asks the refresher to rebuild at once."""
         published = self._published
         if not gzip or published is None:
             return None
         if time.monotonic() - self.refreshed[0] < max_age or self._lock.locked():
             return published
-        if self.store.version == self.refreshed[1]:
+        if self.background or self.store.version == self.refreshed[1]:
             self.wanted.set()
             return published
         return None

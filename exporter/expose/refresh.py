@@ -29,11 +29,13 @@ class Refresher:
 
     def start(self) -> None:
         self._stop.clear()
+        self.renderer.background = True
         self._thread = threading.Thread(target=self._run, name="metrics-refresher", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self.renderer.background = False
         self.renderer.wanted.set()  # wake the thread
         if self._thread is not None:
             self._thread.join(timeout=10)
