@@ -53,7 +53,8 @@ def create_app(
     """
     renderer = MetricsRenderer(store, settings, exposition)
     if max_age > 0:
-        sources = [*sources, Refresher(renderer, period=max_age / 2)]
+        # every max_age, not more often: each rebuild of a busy store pays a snapshot of every series
+        sources = [*sources, Refresher(renderer, period=max_age)]
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

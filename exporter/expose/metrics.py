@@ -189,7 +189,7 @@ class MetricsRenderer:
 
         It is sent if younger than `max_age` seconds, while a newer one is being built, when no
         source wrote since it was built (only windows moving with time can differ), or whenever a
-        refresher keeps the body (it rebuilds within `max_age / 2` of a write): a scrape should not
+        refresher keeps the body (it rebuilds within about `max_age` of a write): a scrape should not
         wait for a render. An old body sent asks the refresher to rebuild at once."""
         published = self._published
         if not gzip or published is None:
