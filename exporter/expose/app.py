@@ -17,7 +17,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from exporter import __version__
 from exporter.config import DeriveSettings, ExpositionSettings
-from exporter.expose.metrics import CONTENT_TYPE, MetricsRenderer
+from exporter.expose.lines import CONTENT_TYPE
+from exporter.expose.metrics import MetricsRenderer
 from exporter.expose.refresh import Refresher
 from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
 from exporter.judge.assess import judged_window

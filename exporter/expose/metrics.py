@@ -8,10 +8,11 @@ stale is presented as current. The counters stay: they are still true totals.
 Each series' sample lines are rendered once and reused while its inputs (totals, windows, config,
 slow average, staleness) stay equal, and so are each source's; the body itself is joined (and
 gzipped) only when one of them changed (expose/body.py), so a scrape between two changes costs
-a snapshot and a comparison.
-prometheus_client's collector model would format every sample on every scrape (≈0.6 s for a
-thousand series); its value formatting (`floatToGoString`) and its text layout are kept exactly
-— sorted labels, escaping, `_total` and `_info` names — and a test compares the two byte for byte.
+a snapshot and a comparison. prometheus_client's collector model would format every sample on
+every scrape (≈0.6 s for a thousand series); its exact text is kept (expose/lines.py).
+
+What a series exports beyond its counters and verdict is chosen by ExpositionSettings: by default
+the derived gauges of the health window only (issue 19; README, "Lean by default").
 """
 
 from __future__ import annotations
@@ -19,109 +20,20 @@ from __future__ import annotations
 import platform
 import threading
 import time
-from collections.abc import Callable, Sequence
-
-from prometheus_client.utils import floatToGoString as _untyped_float_text
+from collections.abc import Callable
 
 from exporter import __version__
 from exporter import metric_names as names
 from exporter.config import DeriveSettings, ExpositionSettings, parse_duration
-from exporter.expose.body import Body, Owner, Piece
+from exporter.expose.body import Body, Owner
 from exporter.expose.labels import clean
+from exporter.expose.lines import Add, Info, Lines, header
 from exporter.judge.assess import assess, judged_window
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived, derive
 from exporter.judge.verdict import STATES
 from exporter.records import SeriesKey
 from exporter.state.store import SeriesSnapshot, Snapshot, SourceSnapshot, Store
-
-Add = Callable[[names.MetricSpec, list[str], float], None]
-Info = Callable[[names.MetricSpec, dict[str, str]], None]
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-floatToGoString: Callable[[float], str] = _untyped_float_text  # prometheus_client's number format; its function is untyped
-
-
-def _escape_label(value: str) -> str:
-    if '"' not in value and "\\" not in value and "\n" not in value:
-        return value
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-_LABEL_ORDER: dict[tuple[str, ...], tuple[int, ...]] = {}  # label names → their indexes in sorted order
-
-
-def _label_text(keys: tuple[str, ...], values: Sequence[str]) -> str:
-    """`{k="v",…}` sorted by name (as prometheus_client writes them), values escaped."""
-    if not keys:
-        return ""
-    order = _LABEL_ORDER.get(keys)
-    if order is None:
-        order = _LABEL_ORDER[keys] = tuple(sorted(range(len(keys)), key=keys.__getitem__))
-    return "{" + ",".join([f'{keys[i]}="{_escape_label(values[i])}"' for i in order]) + "}"
-
-
-_FIXED = len(names.SERIES_LABELS)
-_TEMPLATES: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], tuple[str, ...]]] = {}
-
-
-def _series_template(spec: names.MetricSpec, series: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """A series' sample line of `spec` up to its value, cut where the per-sample labels (window,
-    position, …; never input, so never escaped) go: (their indexes in sorted order, the text around them).
-    Built once per series and family, since sorting and escaping every label of every sample was
-    most of a render."""
-    key = (spec.name, series)
-    template = _TEMPLATES.get(key)
-    if template is None:
-        if len(_TEMPLATES) > 100_000:  # series come and go: start over rather than grow without end
-            _TEMPLATES.clear()
-        order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
-        segments, current, variable = [], spec.sample_name + "{", []
-        for n, index in enumerate(order):
-            current += ("," if n else "") + f'{spec.labels[index]}="'
-            if index < _FIXED:
-                current += _escape_label(series[index]) + '"'
-            else:
-                segments.append(current)
-                variable.append(index)
-                current = '"'
-        segments.append(current + "} ")
-        template = _TEMPLATES[key] = (tuple(variable), tuple(segments))
-    return template
-
-
-def _sample_line(name: str, labels: dict[str, str], value: float) -> str:
-    return f"{name}{_label_text(tuple(labels), tuple(labels.values()))} {floatToGoString(value)}\n"
-
-
-def _header(spec: names.MetricSpec) -> str:
-    name = spec.sample_name
-    kind = "counter" if spec.type == "counter" else "gauge"  # text format 0.0.4 has no info or stateset
-    help_text = spec.help.replace("\\", "\\\\").replace("\n", "\\n")
-    return f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n"
-
-
-class _Lines:
-    """Sample lines per family, in the order they were added."""
-
-    def __init__(self) -> None:
-        self.by_family: dict[str, list[str]] = {}
-
-    def add(self, spec: names.MetricSpec, labels: list[str], value: float) -> None:
-        if spec.labels[:_FIXED] == names.SERIES_LABELS:  # a series' own sample: its labels are templated
-            fixed, segments = _series_template(spec, tuple(labels[:_FIXED]))
-            line = segments[0]
-            for index, segment in zip(fixed, segments[1:], strict=False):
-                line += labels[index] + segment
-        else:
-            line = spec.sample_name + _label_text(spec.labels, labels) + " "
-        self.by_family.setdefault(spec.name, []).append(f"{line}{floatToGoString(value)}\n")
-
-    def info(self, spec: names.MetricSpec, labels: dict[str, str]) -> None:
-        self.by_family.setdefault(spec.name, []).append(_sample_line(spec.name, labels, 1.0))
-
-    def pieces(self) -> Owner:
-        return {family: Piece("".join(lines).encode()) for family, lines in self.by_family.items()}
 
 
 def _series_labels(key: SeriesKey) -> list[str]:
@@ -148,7 +60,7 @@ class MetricsRenderer:
         self._sources: dict[str, tuple[SourceSnapshot, Owner]] = {}
         self._rest: Owner = {}
         self._configs: tuple[object, list[str]] = ((), [])  # (the series' configs, their info lines)
-        self._body = Body([spec.name for spec in names.ALL], {spec.name: _header(spec).encode() for spec in names.ALL})
+        self._body = Body([spec.name for spec in names.ALL], {spec.name: header(spec).encode() for spec in names.ALL})
         self._lock = threading.Lock()  # concurrent scrapes share one cache
         self.rendered_series = 0  # cache misses, for tests and benchmarks
         self.refreshed = (float("-inf"), -1)  # (monotonic time, store version) of the last body built
@@ -225,7 +137,7 @@ class MetricsRenderer:
             fingerprint = (series.lifetime, series.windows, series.config, series.average, is_stale)
             cached = self._cache.get(series.key)
             if cached is None or cached[0] != fingerprint:
-                lines = _Lines()
+                lines = Lines()
                 labels = _series_labels(series.key)
                 self._counters(series, labels, lines.add)
                 if not is_stale and judged is not None:
@@ -238,7 +150,7 @@ class MetricsRenderer:
         for source in snapshot.sources:
             kept = self._sources.get(source.upstream)
             if kept is None or kept[0] != source:
-                lines = _Lines()
+                lines = Lines()
                 self._source_metrics(source, lines.add, lines.info)
                 kept = (source, lines.pieces())
             sources[source.upstream] = kept
@@ -250,7 +162,7 @@ class MetricsRenderer:
 
     def _rest_of(self, snapshot: Snapshot, stale: set[str]) -> Owner:
         """What belongs to no one series or source: build info, sampled values, configs, cross-checks."""
-        shared = _Lines()
+        shared = Lines()
         shared.info(names.BUILD_INFO, {"version": __version__, "python_version": platform.python_version()})
         for sample in snapshot.samples:
             if sample.key.upstream in stale:
@@ -263,7 +175,7 @@ class MetricsRenderer:
             shared.add(names.SAMPLED_TIMESTAMP, labels, sample.at)
         configs = tuple((series.key.upstream, series.key.model_name, series.config) for series in snapshot.series)
         if configs != self._configs[0]:
-            lines = _Lines()
+            lines = Lines()
             self._config_info(snapshot, lines.info)
             self._configs = (configs, lines.by_family.get(names.INFO.name, []))
         shared.by_family[names.INFO.name] = self._configs[1]
