@@ -66,6 +66,7 @@ BENCHMARK_NAMES = {"offline": "offline scan", "exposition": "exposition", "laten
 
 
 def _rows_of(text: str, exclude: set[str]) -> list[str]:
+    text = text.split("\n## ")[0]  # the results table only, not the hand-written sections after it
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith(("| benchmark", "|---"))]
     return [row for row in rows if row.split("|")[1].strip() not in exclude]
 
@@ -106,11 +107,14 @@ def main() -> int:
         kept = _rows_of(args.out.read_text(), exclude={BENCHMARK_NAMES[name] for name in args.only})
         table = _table([]) + "\n" + "\n".join(sorted(kept + table.splitlines()[2:], key=_row_order))
         note = f" Rows of {', '.join(args.only)} from this run, the others from the file's earlier run."
+    # hand-written sections after the table (`## …`, e.g. before/after records) are kept
+    previous = args.out.read_text() if args.out.exists() else ""
+    kept_notes = previous[previous.index("\n## "):] if "\n## " in previous else ""
     args.out.write_text(
         "# Benchmark results\n\n"
         f"Written by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
         f"in {time.monotonic() - started:.0f} s. Medians; ratios against baselines measured in the same run.{note}\n\n"
-        + "\n".join(_machine()) + "\n\n" + table + "\n"
+        + "\n".join(_machine()) + "\n\n" + table + "\n" + kept_notes
     )
     print(f"benchmarks: wrote {args.out}", file=sys.stderr)
     return 0

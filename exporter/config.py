@@ -119,6 +119,30 @@ class DeriveSettings:
         return cost
 
 
+@dataclass(frozen=True, slots=True)
+class ExpositionSettings:
+    """How much of what the sidecar derives goes onto /metrics (issue 19: a lean exposition).
+
+    Counters are the truth and Prometheus computes rates from them, so by default the derived
+    gauges are exported for one window only (the health window), the speed-up only for the
+    recommended and the running k, and the conditional acceptance not at all (the recording rules
+    compute it from the per-position counters). Everything else stays reachable by a flag:
+    `--derived-windows all --speedup-candidates all --conditional-gauges` is the old exposition.
+    """
+
+    derived_windows: tuple[str, ...] = ()  # () = the health window only; ("all",) = every window
+    speedup_all: bool = False  # expected speed-up for every candidate k 0..k, not just recommended and running
+    conditional: bool = False  # specdecode_position_conditional_acceptance_ratio per derived window
+    max_age: float = 1.0  # /metrics may answer with a body this many seconds old (kept young in the background); 0: per request
+
+    def windows(self, every: list[str], health: str | None) -> list[str]:
+        """The windows (of `every`, in its order) that get derived gauges."""
+        if "all" in self.derived_windows:
+            return list(every)
+        wanted = set(self.derived_windows) if self.derived_windows else {health}
+        return [name for name in every if name in wanted]
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything `serve` runs with."""
@@ -147,6 +171,7 @@ class Settings:
     reference_window: float = 86400.0  # healthy traffic pooled into each series' reference
     reference_min_drafts: int = 1000  # a reference judges once it holds this many drafts
     derive: DeriveSettings = field(default_factory=DeriveSettings)
+    exposition: ExpositionSettings = field(default_factory=ExpositionSettings)
 
     @property
     def host_port(self) -> tuple[str, int]:

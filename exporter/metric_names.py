@@ -169,6 +169,50 @@ ALL: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isins
 VLLM: tuple[MetricSpec, ...] = tuple(v for v in list(globals().values()) if isinstance(v, MetricSpec) and v.name.startswith("vllm:"))
 
 
+HEALTH_STATES = 5  # ok, wasteful, degraded, broken, no_data (judge/verdict.py's STATES; a test keeps them equal)
+
+
+def series_samples(
+    k: int, *, plugin: bool = False, derived_windows: int = 1, speedup_all: bool = False, conditional: bool = False
+) -> dict[str, int]:
+    """The most `specdecode_*` samples one (model, engine) series exports at k, by sample name.
+
+    Counters once (Prometheus computes rates over any window from them); the verdict and the
+    reference once; the derived gauges once per derived window (`--derived-windows`), with the
+    expected speed-up for the recommended and the running k (two at most) unless
+    `--speedup-candidates all`, and the conditional acceptance only with `--conditional-gauges`.
+    A gauge that cannot be known (no drafts in the window, a position never reached) is absent.
+    """
+    counts = {
+        DRAFTS.sample_name: 1, DRAFT_TOKENS.sample_name: 1, ACCEPTED_TOKENS.sample_name: 1,
+        ACCEPTED_PER_POSITION.sample_name: k, DRAFT_TOKENS_PER_POSITION.sample_name: k if plugin else 0,
+        HEALTH.sample_name: HEALTH_STATES, VERDICT_INFO.sample_name: 1, HEALTH_SINCE.sample_name: 1,
+        REFERENCE_MEAN_ACCEPTANCE_LENGTH.sample_name: 1, REFERENCE_POSITION_ACCEPTANCE.sample_name: k,
+        INFO.sample_name: 1,  # one per upstream and model
+    }
+    per_window = {
+        DRAFT_ACCEPTANCE_RATIO.sample_name: 1, WASTED_TOKENS_RATE.sample_name: 1, MEAN_ACCEPTANCE_LENGTH.sample_name: 1,
+        MEAN_DRAFT_LENGTH.sample_name: 1, RECOMMENDED_K.sample_name: 1, POSITION_ACCEPTANCE.sample_name: k,
+        POSITION_CONDITIONAL.sample_name: k if conditional else 0, EXPECTED_SPEEDUP.sample_name: k + 1 if speedup_all else min(2, k + 1),
+    }
+    counts.update({name: count * derived_windows for name, count in per_window.items()})
+    return {name: count for name, count in counts.items() if count}
+
+
+def samples_table(ks: tuple[int, ...] = (1, 2, 4, 8, 15, 16)) -> str:
+    """Samples per series by k: the default, with the plugin's per-position drafts, and every option on."""
+    rows = [
+        "| k | default (log or /metrics) | default, vLLM plugin | `--derived-windows all --speedup-candidates all --conditional-gauges` (3 windows, plugin) |",
+        "|---|---|---|---|",
+    ]
+    for k in ks:
+        default = sum(series_samples(k).values())
+        plugin = sum(series_samples(k, plugin=True).values())
+        full = sum(series_samples(k, plugin=True, derived_windows=3, speedup_all=True, conditional=True).values())
+        rows.append(f"| {k} | {default} | {plugin} | {full} |")
+    return "\n".join(rows) + "\n"
+
+
 def markdown_table() -> str:
     """The README's metric table, generated so it cannot drift from what is exported."""
     rows = ["| metric | type | labels | help |", "|---|---|---|---|"]
@@ -176,7 +220,8 @@ def markdown_table() -> str:
         labels = ", ".join(f"`{label}`" for label in spec.labels) or "—"
         help_text = spec.help.replace("|", "\\|")
         rows.append(f"| `{spec.sample_name}` | {spec.type} | {labels} | {help_text} |")
-    return "\n".join(rows) + "\n"
+    rows += ["", "Samples per (model, engine) series at most, by k (`series_samples` in exporter/metric_names.py; a test renders them):", ""]
+    return "\n".join(rows) + "\n" + samples_table()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from conftest import CAPTURE
 from helpers import Rendered, running_exporter, value
 
-from exporter.config import DeriveSettings
+from exporter.config import DeriveSettings, ExpositionSettings
 from exporter.expose.metrics import MetricsRenderer
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.status import snapshot_report
@@ -61,11 +61,15 @@ def test_verdict_reason_and_speedup_curve_are_exported():
     LogPipeline(store, "capture").consume(
         (CAPTURE / "server.log").read_bytes().decode().split("\n"), read_at=__import__("time").time()
     )
-    registry = Rendered(MetricsRenderer(store, DeriveSettings(health_window="1h")))
+    registry = Rendered(MetricsRenderer(store, DeriveSettings(health_window="1h"), ExpositionSettings(speedup_all=True)))
     labels = {"upstream": "capture", "model_name": "target", "engine": "0", "source": "log"}
     assert registry.get_sample_value("specdecode_verdict_info", {**labels, "state": "ok", "reason": "all_positions_pay"}) == 1
     speedup = [registry.get_sample_value("specdecode_expected_speedup", {**labels, "window": "1h", "speculative_tokens": str(k)}) for k in range(9)]
     assert speedup[0] == 1.0 and max(speedup) == speedup[8]
+    # by default only the recommended and the running k: here both are 8
+    lean = Rendered(MetricsRenderer(store, DeriveSettings(health_window="1h")))
+    exported = [lean.get_sample_value("specdecode_expected_speedup", {**labels, "window": "1h", "speculative_tokens": str(k)}) for k in range(9)]
+    assert exported == [None] * 8 + [speedup[8]]
 
 
 @pytest.mark.slow  # restarts a running sidecar

@@ -157,3 +157,39 @@ def test_every_dashboard_query_returns_data(stack):
         if not result["data"]["result"]:
             empty.append(f"{filename} / {title}: {expr}")
     assert empty == []
+
+
+def test_every_dashboard_variable_lists_values_and_the_window_is_the_health_window(stack):
+    wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "every series to be scraped")
+    listed: dict[str, list[str]] = {}
+    for dashboard in dashboards(FAST).values():
+        for variable in dashboard["templating"]["list"]:
+            if variable["type"] != "query":
+                continue
+            match = re.fullmatch(r"label_values\((.*), (\w+)\)", variable["definition"])
+            assert match is not None, variable["definition"]
+            selector, label = match.groups()
+            for name, value in VARIABLES.items():
+                selector = selector.replace(name, value)
+            answer = httpx.get(stack["prometheus"] + f"/api/v1/label/{label}/values", params={"match[]": selector}, timeout=10).json()
+            assert answer["status"] == "success" and answer["data"], (variable["name"], selector, answer)
+            listed[variable["name"]] = answer["data"]
+    # the lean exposition (issue 19): derived gauges for the health window only, counters for the rest
+    assert listed["window"] == ["30s"]
+
+
+def test_the_lean_exposition_reaches_prometheus(stack):
+    wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "every series to be scraped")
+
+    def query(expr: str) -> list[dict]:  # type: ignore[type-arg]
+        answer = httpx.get(stack["prometheus"] + "/api/v1/query", params={"query": expr}, timeout=10).json()
+        assert answer["status"] == "success", (expr, answer)
+        return answer["data"]["result"]  # type: ignore[no-any-return]
+
+    series = "upstream, model_name, engine, source"
+    assert query('specdecode_mean_acceptance_length{window="2m"}') == []
+    assert query("specdecode_position_conditional_acceptance_ratio") == []
+    assert query(f"count by ({series}) (specdecode_expected_speedup) > 2") == []
+    assert query(f"count by ({series}) (specdecode_expected_speedup)") != []
+    per_series = query(f'count by ({series}) ({{__name__=~"specdecode_.+", model_name!="", engine!=""}})')
+    assert per_series and all(int(float(sample["value"][1])) <= 80 for sample in per_series), per_series

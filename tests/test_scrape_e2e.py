@@ -30,7 +30,8 @@ def payloads() -> list[str]:
 
 def test_capture_snapshots_in_sequence_reproduce_the_ground_truth():
     sequence = MetricsSequence(payloads())
-    with http_server(sequence) as base, running_exporter("--target", f"{base}/metrics", "--scrape-interval", "0.1") as exporter:
+    windows = ("--derived-windows", "1m,5m,1h")  # every window's gauges: opt-in since issue 19
+    with http_server(sequence) as base, running_exporter("--target", f"{base}/metrics", "--scrape-interval", "0.1", *windows) as exporter:
         target = {"upstream": f"{base}/metrics"}
         samples = exporter.wait_for(
             lambda s: sequence.exhausted and value(s, "specdecode_accepted_tokens_total", **target) == FINAL["accepted"],

@@ -39,7 +39,8 @@ def test_follow_append_rotate_truncate_end_to_end(tmp_path):
     head, first, second, third = lines[:100], lines[100:400], lines[400:700], lines[700:]
     log = tmp_path / "vllm.log"
     append(log, head)  # the server's startup, already written when the sidecar starts
-    with running_exporter("--log", str(tmp_path / "*.log"), "--poll-interval", "0.2") as exporter:
+    # every window's gauges (opt-in since issue 19): the 1h window holds the whole capture
+    with running_exporter("--log", str(tmp_path / "*.log"), "--poll-interval", "0.2", "--derived-windows", "all") as exporter:
         upstream = {"upstream": str(log)}
         exporter.wait_for(lambda s: value(s, "specdecode_source_up", **upstream) == 1, "the file to be followed")
 

@@ -15,7 +15,17 @@ from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
 from exporter.cli.options import derive_options, option, parse_windows, reference_options, reference_rule_args
 from exporter.cli.simulation import demo, simulate
-from exporter.config import DEFAULT_LISTEN, DEFAULT_WINDOWS, ConfigError, LogFormat, Settings, load_derive_settings, parse_duration, parse_listen
+from exporter.config import (
+    DEFAULT_LISTEN,
+    DEFAULT_WINDOWS,
+    ConfigError,
+    ExpositionSettings,
+    LogFormat,
+    Settings,
+    load_derive_settings,
+    parse_duration,
+    parse_listen,
+)
 from exporter.parse.exposition import ENGINES
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
@@ -118,6 +128,16 @@ def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
 @option("--window", "windows", multiple=True, default=DEFAULT_WINDOWS, show_default=True,
     help="Windows of the gauges (e.g. 1m, 5m, 1h); repeatable or comma-separated.")
 @option("--health-window", default="5m", show_default=True, help="Window the health verdict judges; the longest window is its baseline.")
+@option("--derived-windows", multiple=True, default=(), show_default="the health window",
+    help="Windows whose derived gauges (ratios, positions, speed-up, recommendation) are exported; comma-separated, or `all`. "
+         "The counters are exported once, whatever the windows: Prometheus computes rates over any window from them.")
+@option("--speedup-candidates", type=click.Choice(["chosen", "all"]), default="chosen", show_default=True,
+    help="specdecode_expected_speedup for the recommended and the running k (chosen), or for every k from 0 to the running one (all).")
+@option("--conditional-gauges/--no-conditional-gauges", default=False, show_default=True,
+    help="Export specdecode_position_conditional_acceptance_ratio per derived window (the recording rules compute it from the counters).")
+@option("--metrics-max-age", default="1s", show_default=True,
+    help="A scrape of /metrics may get a body this old: it is rebuilt in the background as the sources change, so a scrape only "
+         "sends bytes. 0: build it for each scrape.")
 @option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
     help="Seconds between checks of each file when no file event arrives.")
 @option("--file-events/--no-file-events", default=True, show_default=True,
@@ -128,8 +148,8 @@ def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
 def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, plugin_dirs: tuple[str, ...], scrape_interval: float,
           scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
           state_dir: str | None, web_config_file: str | None, baseline_half_life: str | None, reference_hold: str, reference_window: str,
-          reference_min_drafts: int, from_start: bool, listen: str, windows: tuple[str,
-              ...], health_window: str,
+          reference_min_drafts: int, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
+          derived_windows: tuple[str, ...], speedup_candidates: str, conditional_gauges: bool, metrics_max_age: str,
           poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: LogFormat) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
@@ -156,6 +176,17 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     window_map = parse_windows(windows)
     if health_window not in window_map:
         raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
+    derived = tuple(part.strip() for value in derived_windows for part in value.split(",") if part.strip())
+    unknown = sorted(set(derived) - set(window_map) - {"all"})
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown)} not among the windows {sorted(window_map)} (or `all`)", param_hint="--derived-windows")
+    try:
+        max_age = 0.0 if metrics_max_age.strip() in ("0", "0s") else parse_duration(metrics_max_age)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--metrics-max-age") from None
+    exposition = ExpositionSettings(
+        derived_windows=derived, speedup_all=speedup_candidates == "all", conditional=conditional_gauges, max_age=max_age
+    )
     from exporter.cli.serve import run  # FastAPI and uvicorn load only for `serve`
 
     run(
@@ -166,7 +197,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
             reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts,
             log_format=log_format, listen=listen, windows=window_map,
             poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
-            max_series=max_series, derive=derive_settings,
+            max_series=max_series, derive=derive_settings, exposition=exposition,
         )
     )
 

@@ -13,12 +13,15 @@ from importlib import resources
 from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from exporter import __version__
-from exporter.config import DeriveSettings
+from exporter.config import DeriveSettings, ExpositionSettings
 from exporter.expose.acknowledge import acknowledge
-from exporter.expose.metrics import CONTENT_TYPE, MetricsRenderer
+from exporter.expose.lines import CONTENT_TYPE
+from exporter.expose.metrics import MetricsRenderer
+from exporter.expose.refresh import Refresher
 from exporter.expose.websecurity import OPEN_PATHS, WebSecurity
 from exporter.judge.assess import judged_window
 from exporter.judge.status import snapshot_report
@@ -39,10 +42,22 @@ class Source(Protocol):
 
 
 def create_app(
-    store: Store, settings: DeriveSettings, sources: Sequence[Source] = (), security: WebSecurity | None = None
+    store: Store,
+    settings: DeriveSettings,
+    sources: Sequence[Source] = (),
+    security: WebSecurity | None = None,
+    exposition: ExpositionSettings | None = None,
+    max_age: float = 0.0,
 ) -> FastAPI:
-    """Build the sidecar's ASGI app over `store`; `sources` run for the app's lifetime."""
-    renderer = MetricsRenderer(store, settings)
+    """Build the sidecar's ASGI app over `store`; `sources` run for the app's lifetime.
+
+    With `max_age`, /metrics answers with a body at most that many seconds old, kept young by a
+    refresher (expose/refresh.py) so that a scrape does not wait for a render; 0: built per request.
+    """
+    renderer = MetricsRenderer(store, settings, exposition)
+    if max_age > 0:
+        # every max_age, not more often: each rebuild of a busy store pays a snapshot of every series
+        sources = [*sources, Refresher(renderer, period=max_age)]
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -70,9 +85,13 @@ def create_app(
             return await call_next(request)
 
     @app.get("/metrics")
-    def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
         # text format 0.0.4 for every client: Prometheus accepts it whatever it asks for first
-        return Response(renderer.render(), media_type=CONTENT_TYPE)
+        gzip = accepts_gzip(request.headers.get("accept-encoding", ""))
+        # a young body is sent from the event loop; building one goes to a worker thread
+        body = renderer.cached(gzip, max_age) or await run_in_threadpool(renderer.latest, gzip, max_age)
+        headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"} if gzip else {"Vary": "Accept-Encoding"}
+        return Response(body, media_type=CONTENT_TYPE, headers=headers)
 
     @app.get("/api/v1/status")
     def status() -> JSONResponse:
@@ -116,6 +135,22 @@ def _who(request: Request) -> str:
             user = "?"
         return f"{user}@{client}"
     return client
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding header allows gzip (RFC 9110 §12.5.3: `gzip;q=0` refuses it)."""
+    for item in accept_encoding.lower().split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip() not in ("gzip", "x-gzip", "*"):
+            continue
+        quality = params.strip()
+        if not quality.startswith("q="):
+            return True
+        try:
+            return float(quality[2:]) > 0
+        except ValueError:
+            return False
+    return False
 
 
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:

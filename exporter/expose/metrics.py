@@ -6,24 +6,28 @@ longer than the grace period its series stop exporting windowed gauges and a ver
 stale is presented as current. The counters stay: they are still true totals.
 
 Each series' sample lines are rendered once and reused while its inputs (totals, windows, config,
-reference memory, staleness) stay equal: a scrape of a thousand unchanged series only joins strings.
-prometheus_client's collector model would format every sample on every scrape (≈0.6 s for a
-thousand series); its value formatting (`floatToGoString`) and its text layout are kept exactly
-— sorted labels, escaping, `_total` and `_info` names — and a test compares the two byte for byte.
+reference memory, staleness) stay equal, and so are each source's; the body itself is joined (and
+gzipped) only when one of them changed (expose/body.py), so a scrape between two changes costs
+a snapshot and a comparison. prometheus_client's collector model would format every sample on
+every scrape (≈0.6 s for a thousand series); its exact text is kept (expose/lines.py).
+
+What a series exports beyond its counters and verdict is chosen by ExpositionSettings: by default
+the derived gauges of the health window only (issue 19; README, "Lean by default").
 """
 
 from __future__ import annotations
 
 import platform
 import threading
-from collections.abc import Callable, Sequence
-
-from prometheus_client.utils import floatToGoString as _untyped_float_text
+import time
+from collections.abc import Callable
 
 from exporter import __version__
 from exporter import metric_names as names
-from exporter.config import DeriveSettings, parse_duration
+from exporter.config import DeriveSettings, ExpositionSettings, parse_duration
+from exporter.expose.body import Body, Owner
 from exporter.expose.labels import clean
+from exporter.expose.lines import Add, Info, Lines, header
 from exporter.judge.assess import assess, judged_window
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived, derive
@@ -32,97 +36,6 @@ from exporter.judge.verdict import STATES
 from exporter.records import SeriesKey
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
 from exporter.state.store import Store
-
-Add = Callable[[names.MetricSpec, list[str], float], None]
-Info = Callable[[names.MetricSpec, dict[str, str]], None]
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-floatToGoString: Callable[[float], str] = _untyped_float_text  # prometheus_client's number format; its function is untyped
-
-
-def _escape_label(value: str) -> str:
-    if '"' not in value and "\\" not in value and "\n" not in value:
-        return value
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-_LABEL_ORDER: dict[tuple[str, ...], tuple[int, ...]] = {}  # label names → their indexes in sorted order
-
-
-def _label_text(keys: tuple[str, ...], values: Sequence[str]) -> str:
-    """`{k="v",…}` sorted by name (as prometheus_client writes them), values escaped."""
-    if not keys:
-        return ""
-    order = _LABEL_ORDER.get(keys)
-    if order is None:
-        order = _LABEL_ORDER[keys] = tuple(sorted(range(len(keys)), key=keys.__getitem__))
-    return "{" + ",".join([f'{keys[i]}="{_escape_label(values[i])}"' for i in order]) + "}"
-
-
-_FIXED = len(names.SERIES_LABELS)
-_TEMPLATES: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], tuple[str, ...]]] = {}
-
-
-def _series_template(spec: names.MetricSpec, series: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """A series' sample line of `spec` up to its value, cut where the per-sample labels (window,
-    position, …; never input, so never escaped) go: (their indexes in sorted order, the text around them).
-    Built once per series and family, since sorting and escaping every label of every sample was
-    most of a render."""
-    key = (spec.name, series)
-    template = _TEMPLATES.get(key)
-    if template is None:
-        if len(_TEMPLATES) > 100_000:  # series come and go: start over rather than grow without end
-            _TEMPLATES.clear()
-        order = sorted(range(len(spec.labels)), key=spec.labels.__getitem__)
-        segments, current, variable = [], spec.sample_name + "{", []
-        for n, index in enumerate(order):
-            current += ("," if n else "") + f'{spec.labels[index]}="'
-            if index < _FIXED:
-                current += _escape_label(series[index]) + '"'
-            else:
-                segments.append(current)
-                variable.append(index)
-                current = '"'
-        segments.append(current + "} ")
-        template = _TEMPLATES[key] = (tuple(variable), tuple(segments))
-    return template
-
-
-def _sample_line(name: str, labels: dict[str, str], value: float) -> str:
-    return f"{name}{_label_text(tuple(labels), tuple(labels.values()))} {floatToGoString(value)}\n"
-
-
-def _header(spec: names.MetricSpec) -> str:
-    name = spec.sample_name
-    kind = "counter" if spec.type == "counter" else "gauge"  # text format 0.0.4 has no info or stateset
-    help_text = spec.help.replace("\\", "\\\\").replace("\n", "\\n")
-    return f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n"
-
-
-_HEADERS = {spec.name: _header(spec) for spec in names.ALL}
-
-
-class _Lines:
-    """Sample lines per family, in the order they were added."""
-
-    def __init__(self) -> None:
-        self.by_family: dict[str, list[str]] = {}
-
-    def add(self, spec: names.MetricSpec, labels: list[str], value: float) -> None:
-        if spec.labels[:_FIXED] == names.SERIES_LABELS:  # a series' own sample: its labels are templated
-            fixed, segments = _series_template(spec, tuple(labels[:_FIXED]))
-            line = segments[0]
-            for index, segment in zip(fixed, segments[1:], strict=False):
-                line += labels[index] + segment
-        else:
-            line = spec.sample_name + _label_text(spec.labels, labels) + " "
-        self.by_family.setdefault(spec.name, []).append(f"{line}{floatToGoString(value)}\n")
-
-    def info(self, spec: names.MetricSpec, labels: dict[str, str]) -> None:
-        self.by_family.setdefault(spec.name, []).append(_sample_line(spec.name, labels, 1.0))
-
-    def joined(self) -> dict[str, str]:
-        return {family: "".join(lines) for family, lines in self.by_family.items()}
 
 
 def _series_labels(key: SeriesKey) -> list[str]:
@@ -139,40 +52,120 @@ def stale_upstreams(snapshot: Snapshot, grace_seconds: float) -> set[str]:
 
 
 class MetricsRenderer:
-    """Renders the store as /metrics text; per-series text is cached while the series is unchanged."""
+    """Renders the store as /metrics text; per-series and per-source text is cached while unchanged."""
 
-    def __init__(self, store: Store, settings: DeriveSettings) -> None:
+    def __init__(self, store: Store, settings: DeriveSettings, exposition: ExpositionSettings | None = None) -> None:
         self.store = store
         self.settings = settings
-        self._cache: dict[SeriesKey, tuple[object, dict[str, str]]] = {}
+        self.exposition = exposition or ExpositionSettings()
+        self._cache: dict[SeriesKey, tuple[object, Owner]] = {}
+        self._sources: dict[str, tuple[SourceSnapshot, Owner]] = {}
+        self._rest: Owner = {}
+        self._configs: tuple[object, list[str]] = ((), [])  # (the series' configs, their info lines)
+        self._body = Body([spec.name for spec in names.ALL], {spec.name: header(spec).encode() for spec in names.ALL})
         self._lock = threading.Lock()  # concurrent scrapes share one cache
         self.rendered_series = 0  # cache misses, for tests and benchmarks
+        self.refreshed = (float("-inf"), -1)  # (monotonic time, store version) of the last body built
+        self._published: bytes | None = None  # the gzip body of the last refresh, read without the lock
+        self.background = False  # a refresher keeps the body young (set by expose/refresh.py)
+        self.wanted = threading.Event()  # set when a scrape got an old body: the refresher rebuilds it at once
+
+    @property
+    def generation(self) -> int:
+        """Bumped each time the body changed since the previous render."""
+        return self._body.generation
 
     def render(self) -> str:
-        with self._lock:
-            return self._render(self.store.snapshot())
+        return self.render_bytes().decode()
 
-    def _render(self, snapshot: Snapshot) -> str:
-        shared = _Lines()
-        shared.info(names.BUILD_INFO, {"version": __version__, "python_version": platform.python_version()})
+    def render_bytes(self, gzip: bool = False) -> bytes:
+        """The body of the store as it is now: UTF-8 text, or one gzip member of that text."""
+        with self._lock:
+            self._refresh()
+            return self._body.gzip() if gzip else self._body.text()
+
+    def refresh(self) -> None:
+        """Bring the body up to the store now, gzipped (what Prometheus asks for), off the request path."""
+        with self._lock:
+            self._refresh()
+            self._published = self._body.gzip()
+
+    def _refresh(self) -> None:
+        version = self.store.version  # read before the snapshot: a write after it is seen next time
+        generation = self._body.generation
+        self._body.update(self._owners(self.store.snapshot()))
+        if self._body.generation != generation:
+            self._published = None
+        self.refreshed = (time.monotonic(), version)
+
+    def cached(self, gzip: bool, max_age: float) -> bytes | None:
+        """The last gzip body without waiting, or None when one must be built first.
+
+        It is sent if younger than `max_age` seconds, while a newer one is being built, when no
+        source wrote since it was built (only windows moving with time can differ), or whenever a
+        refresher keeps the body (it rebuilds within about `max_age` of a write): a scrape should not
+        wait for a render. An old body sent asks the refresher to rebuild at once."""
+        published = self._published
+        if not gzip or published is None:
+            return None
+        if time.monotonic() - self.refreshed[0] < max_age or self._lock.locked():
+            return published
+        if self.background or self.store.version == self.refreshed[1]:
+            self.wanted.set()
+            return published
+        return None
+
+    def latest(self, gzip: bool, max_age: float) -> bytes:
+        """`cached`, else a body built now. The refresher (expose/refresh.py) keeps the body young, so
+        that a GET costs no rendering; the text form (browsers, tests) is joined on demand."""
+        body = self.cached(gzip, max_age)
+        if body is not None:
+            return body
+        if gzip:
+            self.refresh()
+            published = self._published
+            if published is not None:
+                return published
+        return self.render_bytes(gzip)
+
+    def _owners(self, snapshot: Snapshot) -> list[Owner]:
         windows = sorted(self.store.window_seconds, key=parse_duration)
         judged = judged_window(self.settings, self.store.window_seconds)
+        exposed = self.exposition.windows(windows, judged)
         stale = stale_upstreams(snapshot, self.settings.stale_after)
-        cache: dict[SeriesKey, tuple[object, dict[str, str]]] = {}
+        cache: dict[SeriesKey, tuple[object, Owner]] = {}
         for series in snapshot.series:
             is_stale = series.key.upstream in stale
             fingerprint = (series.lifetime, series.windows, series.config, series.memory, is_stale)
             cached = self._cache.get(series.key)
             if cached is None or cached[0] != fingerprint:
-                lines = _Lines()
+                lines = Lines()
                 labels = _series_labels(series.key)
                 self._counters(series, labels, lines.add)
                 if not is_stale and judged is not None:
-                    self._windowed(series, labels, windows, judged, lines.add, lines.info)
-                cached = (fingerprint, lines.joined())
+                    self._windowed(series, labels, windows, judged, exposed, lines.add, lines.info)
+                cached = (fingerprint, lines.pieces())
                 self.rendered_series += 1
             cache[series.key] = cached
         self._cache = cache  # series dropped from the store leave the cache too
+        sources: dict[str, tuple[SourceSnapshot, Owner]] = {}
+        for source in snapshot.sources:
+            kept = self._sources.get(source.upstream)
+            if kept is None or kept[0] != source:
+                lines = Lines()
+                self._source_metrics(source, lines.add, lines.info)
+                kept = (source, lines.pieces())
+            sources[source.upstream] = kept
+        self._sources = sources
+        rest = self._rest_of(snapshot, stale)
+        if {name: piece.text for name, piece in rest.items()} != {name: piece.text for name, piece in self._rest.items()}:
+            self._rest = rest  # else the old object stays, so an unchanged body is recognised by identity
+        return [*(owner for _, owner in cache.values()), self._rest, *(owner for _, owner in sources.values())]
+
+    def _rest_of(self, snapshot: Snapshot, stale: set[str]) -> Owner:
+        """What belongs to no one series or source: build info, sampled values, configs, cross-checks."""
+        shared = Lines()
+        shared.info(names.BUILD_INFO, {"version": __version__, "python_version": platform.python_version()})
         for sample in snapshot.samples:
             if sample.key.upstream in stale:
                 continue
@@ -182,18 +175,15 @@ class MetricsRenderer:
                 if spec is not None:
                     shared.add(spec, labels, value)
             shared.add(names.SAMPLED_TIMESTAMP, labels, sample.at)
-        self._config_info(snapshot, shared.info)
+        configs = tuple((series.key.upstream, series.key.model_name, series.config) for series in snapshot.series)
+        if configs != self._configs[0]:
+            lines = Lines()
+            self._config_info(snapshot, lines.info)
+            self._configs = (configs, lines.by_family.get(names.INFO.name, []))
+        shared.by_family[names.INFO.name] = self._configs[1]
         self._cross_check(snapshot, shared.add)
-        for source in snapshot.sources:
-            self._source_metrics(source, shared.add, shared.info)
         shared.add(names.SERIES_DROPPED, [], snapshot.series_dropped)
-        out: list[str] = []
-        series_text = [text for _, text in cache.values()]
-        for spec in names.ALL:
-            out.append(_HEADERS[spec.name])
-            out.extend(text[spec.name] for text in series_text if spec.name in text)
-            out.extend(shared.by_family.get(spec.name, ()))
-        return "".join(out)
+        return shared.pieces()
 
     @staticmethod
     def _counters(series: SeriesSnapshot, labels: list[str], add: Add) -> None:
@@ -208,15 +198,17 @@ class MetricsRenderer:
             add(names.DRAFT_TOKENS_PER_POSITION, [*labels, str(position)], count)
 
     def _windowed(
-        self, series: SeriesSnapshot, labels: list[str], windows: list[str], judged: str, add: Add, info: Info
+        self, series: SeriesSnapshot, labels: list[str], windows: list[str], judged: str, exposed: list[str], add: Add, info: Info
     ) -> None:
         cost = self.settings.cost_for(series.config.method, series.key.model_name)
         for name in windows:
+            if name != judged and name not in exposed:
+                continue
             # only the judged window needs a baseline and a verdict; the others just derive
             assessment = assess(series, self.settings, name) if name == judged else None
             derived = assessment.derived if assessment else derive(series.windows[name], cost)
-            if derived is not None:
-                _window_gauges(derived, [*labels, name], add)
+            if derived is not None and name in exposed:
+                _window_gauges(derived, [*labels, name], add, self.exposition)
             if assessment is not None:
                 state = assessment.verdict.state
                 for candidate in STATES:
@@ -298,7 +290,16 @@ _SAMPLED = {
 }
 
 
-def _window_gauges(derived: Derived, w: list[str], add: Add) -> None:
+def speedup_candidates(derived: Derived, every: bool) -> list[int]:
+    """The k whose expected speed-up is exported: all of 0..k, or the recommended and the running one."""
+    if every:
+        return list(range(len(derived.speedup)))
+    running = derived.num_speculative_tokens if derived.num_speculative_tokens is not None else len(derived.speedup) - 1
+    chosen = {running, derived.recommended_speculative_tokens}
+    return sorted(k for k in chosen if k is not None and 0 <= k < len(derived.speedup))
+
+
+def _window_gauges(derived: Derived, w: list[str], add: Add, exposition: ExpositionSettings) -> None:
     if derived.draft_acceptance_ratio is not None:
         add(names.DRAFT_ACCEPTANCE_RATIO, w, derived.draft_acceptance_ratio)
     if derived.seconds:
@@ -309,10 +310,11 @@ def _window_gauges(derived: Derived, w: list[str], add: Add) -> None:
     add(names.MEAN_DRAFT_LENGTH, w, derived.mean_draft_length)  # type: ignore[arg-type]
     for position, rate in enumerate(derived.position_acceptance):
         add(names.POSITION_ACCEPTANCE, [*w, str(position)], rate)
-    for position, conditional in enumerate(derived.conditional_acceptance):
-        if conditional is not None:
-            add(names.POSITION_CONDITIONAL, [*w, str(position)], conditional)
+    if exposition.conditional:  # else the recording rules compute it from the per-position counters
+        for position, conditional in enumerate(derived.conditional_acceptance):
+            if conditional is not None:
+                add(names.POSITION_CONDITIONAL, [*w, str(position)], conditional)
     if derived.recommended_speculative_tokens is not None:
         add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)
-    for k, speedup in enumerate(derived.speedup):
-        add(names.EXPECTED_SPEEDUP, [*w, str(k)], speedup)
+    for k in speedup_candidates(derived, exposition.speedup_all):
+        add(names.EXPECTED_SPEEDUP, [*w, str(k)], derived.speedup[k])

@@ -150,7 +150,8 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
         "length": f"{names.MEAN_ACCEPTANCE_LENGTH.name}{{{SIDECAR}, {window}}}",
         "length_counters": f"{n['mean_acceptance_length']}{{{SIDECAR}}}",
         "positions": f"{names.POSITION_ACCEPTANCE.name}{{{SIDECAR}, {window}}}",
-        "conditional": f"{names.POSITION_CONDITIONAL.name}{{{SIDECAR}, {window}}}",
+        # from the counters: the sidecar exports the conditional gauge only with --conditional-gauges
+        "conditional": f"{n['position_conditional']}{{{SIDECAR}}}",
         "recommended_k": f"{names.RECOMMENDED_K.name}{{{SIDECAR}, {window}}}",
         "configured_k": f"count by (upstream, source, model_name, engine) ({names.ACCEPTED_PER_POSITION.sample_name}{{{SIDECAR}}})",
         "wasted": f"{names.WASTED_TOKENS_RATE.name}{{{SIDECAR}, {window}}}",
@@ -216,11 +217,12 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
 
 def server(config: MixinConfig) -> dict[str, Any]:
     q = server_queries(config)
+    # the windows the sidecar exports derived gauges for: its health window unless --derived-windows adds more
     window = {
-        "type": "custom", "name": "window", "label": "Window", "query": "1m,5m,1h",
-        "current": {"selected": True, "text": "5m", "value": "5m"},
-        "options": [{"selected": v == "5m", "text": v, "value": v} for v in ("1m", "5m", "1h")],
+        **_query_variable("window", "Window", f'label_values({names.MEAN_ACCEPTANCE_LENGTH.name}{{job=~"$job", upstream=~"$upstream"}}, window)'),
+        "includeAll": False, "multi": False, "current": {},
     }
+    del window["allValue"]
     panels = [
         Panel("Verdict", "The sidecar's drafter health verdict per series: ok, wasteful, degraded, broken or no_data.",
               "state-timeline", [(q["verdict"], "{{upstream}} {{source}} e{{engine}}: {{state}}")], "none", width=24, height=6),
@@ -232,7 +234,8 @@ def server(config: MixinConfig) -> dict[str, Any]:
         Panel("Per-position acceptance", "Share of drafts whose positions 0..i were all accepted, over the chosen window.",
               "bargauge", [(q["positions"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
-        Panel("Conditional acceptance per position", "Chance position i is accepted when i−1 was, over the chosen window.",
+        Panel("Conditional acceptance per position",
+              f"Chance position i is accepted when i−1 was, over {config.rate_window}, from the per-position counters.",
               "bargauge", [(q["conditional"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Accepted and wasted draft tokens", "Accepted draft tokens per second (from counters) and rejected ones (the sidecar's window).",

@@ -86,11 +86,13 @@ class Store:
         self._sources: dict[str, SourceStats] = {}
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
+        self.version = 0  # bumped by every write: readers that cache (the /metrics body) know when to look again
         self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
         self._restored: dict[SeriesKey, SeriesMemory] = {}  # saved memories of series not seen yet
 
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
+            self.version += 1
             series = self._series.get(interval.key)
             if series is None:
                 series = self._series[interval.key] = _Series(interval.key, self.window_seconds, self._judged_seconds)
@@ -144,6 +146,7 @@ class Store:
                 if state != memory.state and state != "no_data":
                     memory = replace(memory, state=state, since=at)
                 s.memory = memory
+            self.version += 1
             return [s.key for s in chosen]
 
     def _enforce_cap(self) -> None:
@@ -155,11 +158,13 @@ class Store:
     def record_sample(self, sample: SampledValues) -> None:
         """Keep the latest sampled values of a series (snapshots replace, never add up)."""
         with self._lock:
+            self.version += 1
             self._samples[sample.key] = sample
 
     def forget(self, upstream: str) -> None:
         """Drop everything about an upstream that is no longer configured (e.g. left the targets file)."""
         with self._lock:
+            self.version += 1
             for key in [key for key in self._series if key.upstream == upstream]:
                 del self._series[key]
             for key in [key for key in self._samples if key.upstream == upstream]:
@@ -169,11 +174,13 @@ class Store:
 
     def record_config(self, upstream: str, config: SpecConfig) -> None:
         with self._lock:
+            self.version += 1
             self._configs[upstream] = config
 
     def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
         """Apply `update` to the upstream's stats under the lock."""
         with self._lock:
+            self.version += 1
             stats = self._sources.get(upstream)
             if stats is None:
                 stats = self._sources[upstream] = SourceStats(kind=kind)
@@ -232,6 +239,7 @@ class Store:
         """Restore references saved by an earlier run (applied when each series reappears)."""
         restored = 0
         with self._lock:
+            self.version += 1
             for entry in entries:
                 try:
                     key = SeriesKey(**entry["key"])
@@ -262,6 +270,7 @@ class Store:
         """Continue the counters of an earlier run, so Prometheus sees no reset; returns series restored."""
         restored = 0
         with self._lock:
+            self.version += 1
             for entry in _entries(saved, "series"):
                 try:
                     key = SeriesKey(**entry["key"])

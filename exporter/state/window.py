@@ -75,6 +75,9 @@ class Totals:
         )
 
 
+_EMPTY = Totals()
+
+
 class RollingWindow:
     """The intervals that ended within the last `seconds`, with their running Totals."""
 
@@ -97,9 +100,13 @@ class RollingWindow:
         while self._intervals and self._intervals[0].end <= horizon:
             self._totals = self._totals.plus(self._intervals.popleft(), sign=-1)
         if not self._intervals:
-            self._totals = Totals()
+            if self._totals != _EMPTY:
+                self._totals = _EMPTY
             return self._totals
         first = self._intervals[0]
         start = first.start if first.start is not None else first.end
-        self._totals = replace(self._totals, start=start, end=self._intervals[-1].end)
+        end = self._intervals[-1].end
+        # the same object while nothing changed: readers compare snapshots, and identity is the fast equality
+        if self._totals.start != start or self._totals.end != end:
+            self._totals = replace(self._totals, start=start, end=end)
         return self._totals
