@@ -40,6 +40,7 @@ class AnalyzeOptions:
     model_name: str | None = None
     max_line_bytes: int = 1 << 20
     progress: bool | None = None  # None: only on a TTY
+    batch: bool = True  # blocks of lines at once (exporter/intervals/batch.py); False: line by line, as live following
 
 
 @contextlib.contextmanager
@@ -62,7 +63,7 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
     with _open(path) as (reader, raw, size, mtime):
         pipeline = LogPipeline(
             store, path, log_format=options.log_format, clock="log", year_reference=mtime, model_name=options.model_name,
-            max_line_bytes=options.max_line_bytes,
+            max_line_bytes=options.max_line_bytes, batch=options.batch,
         )
         read_at = time.time()
         with tqdm(

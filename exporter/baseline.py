@@ -29,6 +29,19 @@ class SlowAverage:
         self.drafts += drafts
         self.at = max(at, self.at or at)
 
+    def add_many(self, accepted: list[int], drafts: list[int], ats: list[float]) -> None:
+        """add() for each (A, D, at) in turn: the same float operations, without a call per interval."""
+        total_accepted, total_drafts, last, half_life = self.accepted, self.drafts, self.at, self.half_life
+        for a, d, at in zip(accepted, drafts, ats):
+            if last is not None and at > last:
+                decay = 0.5 ** ((at - last) / half_life)
+                total_accepted *= decay
+                total_drafts *= decay
+            total_accepted += a
+            total_drafts += d
+            last = max(at, last or at)
+        self.accepted, self.drafts, self.at = total_accepted, total_drafts, last
+
     @property
     def mean_acceptance_length(self) -> float | None:
         return 1.0 + self.accepted / self.drafts if self.drafts > 0 else None

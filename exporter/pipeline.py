@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from exporter.log_intervals import ClockMode, LogInterpreter
+from exporter.log_intervals import ClockMode, LineOutcome, LogInterpreter
 from exporter.records import RawLine
 from exporter.scan import LineScanner, might_matter
 from exporter.sources.container import FrameDecoder, FramingError, LogFormat, detect_format
@@ -32,6 +32,7 @@ class LogPipeline:
         model_name: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         source_kind: str = "log",
+        batch: bool = False,
     ) -> None:
         self.store = store
         self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
@@ -41,6 +42,7 @@ class LogPipeline:
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
+        self.batch = batch  # whole blocks through the batch path (exporter/intervals/batch.py): analyze, catch-up
         store.update_source(upstream, lambda stats: None, kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
@@ -57,6 +59,8 @@ class LogPipeline:
             self._split_too_long += dropped
             return self.consume(lines, read_at) + dropped
         hits = self.scanner.scan(block)
+        if self.batch:
+            return self._interpret_block(hits, block.count(b"\n") + 1, read_at)
         return self._interpret([(text, None) for text in hits], block.count(b"\n") + 1, read_at)
 
     @property
@@ -103,6 +107,33 @@ class LogPipeline:
                 store.record_sample(outcome.sample)
         if count:
             store.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
+        return count
+
+    def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
+        """The batch path: what _interpret does, with runs of plain spec lines taken as columns."""
+        from exporter.intervals.batch import interpret_block  # numpy is imported only where blocks are batched
+
+        result = interpret_block(self.interpreter, texts, read_at)
+        spec, problems, variants = result.spec_lines, result.problems, result.variants
+        upstream, store = self.upstream, self.store
+        for item in result.items:
+            if not isinstance(item, LineOutcome):
+                store.record_columns(item)
+                continue
+            spec += item.spec_line
+            if item.variant is not None:
+                variants[item.variant] += 1
+            if item.problem is not None:
+                problems[item.problem.reason] += 1
+            if item.config is not None:
+                store.record_config(upstream, item.config)
+            if item.interval is not None:
+                store.record_interval(item.interval)
+            if item.sample is not None:
+                store.record_sample(item.sample)
+        if count:
+            last_spec = read_at if spec else None
+            store.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, self.interpreter.restarts))
         return count
 
     def consume_bytes(self, chunk: bytes, read_at: float) -> int:

@@ -11,10 +11,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from exporter.baseline import DEFAULT_HALF_LIFE_SECONDS, SlowAverage
 from exporter.records import Interval, SampledValues, SeriesKey, SpecConfig
 from exporter.window import RollingWindow, Totals
+
+if TYPE_CHECKING:
+    from exporter.intervals.columns import IntervalColumns
 
 
 @dataclass
@@ -111,14 +115,31 @@ class Store:
         self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
         self._restored: dict[SeriesKey, SlowAverage] = {}  # saved averages of series not seen yet
 
+    def _series_of(self, key: SeriesKey) -> _Series:
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(key, self.window_seconds, self.baseline_half_life)
+            if key in self._restored:
+                series.average = self._restored.pop(key)
+            self._enforce_cap()
+        return series
+
+    def record_columns(self, columns: IntervalColumns) -> None:
+        """Many intervals of one series (the batch path): the state record_interval leaves for each."""
+        if self.window_seconds:  # windows keep every interval
+            for interval in columns.intervals():
+                self.record_interval(interval)
+            return
+        with self._lock:
+            series = self._series_of(columns.key)
+            series.lifetime = columns.added_to(series.lifetime)
+            series.variants[columns.variant] += len(columns)
+            series.average.add_many(*columns.average_points())
+            series.last_update = self.clock()
+
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
-            series = self._series.get(interval.key)
-            if series is None:
-                series = self._series[interval.key] = _Series(interval.key, self.window_seconds, self.baseline_half_life)
-                if interval.key in self._restored:
-                    series.average = self._restored.pop(interval.key)
-                self._enforce_cap()
+            series = self._series_of(interval.key)
             series.lifetime = series.lifetime.plus(interval)
             series.variants[interval.variant] += 1
             if interval.drafts:
