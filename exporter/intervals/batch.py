@@ -57,6 +57,76 @@ class BlockResult:
     problems: Counter[str] = field(default_factory=Counter)
 
 
+@dataclass
+class _Lines:
+    """The fields of a block's lines as arrays (zeros where a line has no such field)."""
+
+    pid: np.ndarray  # -1: no process prefix
+    engine: np.ndarray  # the `Engine NNN:` number; -1: not a marker line
+    spec: np.ndarray  # a plain V1-e line
+    stamps: tuple[str, ...]
+    mean: np.ndarray
+    throughput: np.ndarray
+    accepted: np.ndarray
+    drafted: np.ndarray
+    percent: np.ndarray
+    ks: np.ndarray
+    rates: np.ndarray  # (n, max k)
+
+    def part(self, start: int, stop: int) -> _Lines:
+        cut = slice(start, stop)
+        return _Lines(self.pid[cut], self.engine[cut], self.spec[cut], self.stamps[cut], self.mean[cut], self.throughput[cut],
+                      self.accepted[cut], self.drafted[cut], self.percent[cut], self.ks[cut], self.rates[cut])
+
+
+def _floats(texts: list[str]) -> np.ndarray:
+    return np.fromiter(map(float, texts), np.float64, len(texts))  # Python's float(): the streaming path's parse
+
+
+def _columns(rows: list[tuple[str, ...]]) -> tuple[_Lines, np.ndarray]:
+    """(the lines' fields, which lines the batch can take) from the regex's groups; C-level maps only."""
+    n = len(rows)
+    pid_text, stamps, engine_text, mean_text, throughput_text, accepted_text, drafted_text, items, percent_text = zip(*rows)
+    spec = np.fromiter(map(bool, mean_text), bool, n)
+    marker = np.fromiter(map(bool, engine_text), bool, n)
+    distinct = set(pid_text)
+    if len(distinct) == 1:
+        only = distinct.pop()
+        pid = np.full(n, int(only) if only else -1, np.int64)
+    else:
+        pid = np.fromiter((int(value) if value else -1 for value in pid_text), np.int64, n)
+    engine = np.full(n, -1, np.int64)
+    engine[marker] = np.fromiter(map(int, filter(None, engine_text)), np.int64)
+    lines = _Lines(pid, engine, spec, stamps, *(np.zeros(n) for _ in range(2)), *(np.zeros(n, np.int64) for _ in range(2)),
+                   np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 0)))
+    fast = marker | spec
+    if not spec.any():
+        return lines, fast
+    where = np.flatnonzero(spec)
+    pick = where.tolist()
+
+    def column(texts: tuple[str, ...]) -> list[str]:
+        return list(map(texts.__getitem__, pick))
+
+    lines.mean[where] = _floats(column(mean_text))
+    lines.throughput[where] = _floats(column(throughput_text))
+    lines.percent[where] = _floats(column(percent_text))
+    lines.accepted[where] = np.fromiter(map(int, column(accepted_text)), np.int64, len(pick))
+    lines.drafted[where] = np.fromiter(map(int, column(drafted_text)), np.int64, len(pick))
+    spec_items = column(items)
+    ks = np.fromiter(map(str.count, spec_items, [","] * len(pick)), np.int64, len(pick)) + 1
+    lines.ks[where] = ks
+    lines.rates = np.full((n, int(ks.max())), np.nan)
+    for k in np.unique(ks).tolist():
+        group = np.flatnonzero(ks == k)
+        texts = ", ".join(map(spec_items.__getitem__, group.tolist())).split(", ")
+        lines.rates[where[group], :k] = _floats(texts).reshape(len(group), k)
+    padding = np.arange(lines.rates.shape[1])[None, :] >= lines.ks[:, None]
+    in_range = (((lines.rates >= 0.0) & (lines.rates <= 1.0)) | padding).all(axis=1)
+    fast &= ~spec | (in_range & np.isfinite(lines.mean))  # others: the streaming path names the error
+    return lines, fast
+
+
 def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: float) -> BlockResult:
     """Every line of `texts` (in order) through the batch path or, where it cannot, the streaming one."""
     result = BlockResult()
@@ -66,49 +136,29 @@ def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: floa
     if len(rows) != len(texts):  # a line the join could not keep apart (cannot happen: no \n inside)
         result.items += [interpreter.feed(RawLine(interpreter.upstream, text, read_at)) for text in texts]
         return result
-    pid_text, stamp, engine, mean, throughput, accepted, drafted, items, percent = (np.array(column) for column in zip(*rows))
-    spec = mean != ""
-    fast = (engine != "") | spec
-    ks = np.zeros(len(texts), np.int64)
-    rates = np.zeros((len(texts), 0))
-    if spec.any():
-        ks[spec] = np.char.count(items[spec], ",") + 1
-        rates = np.full((len(texts), int(ks.max())), np.nan)
-        for k in np.unique(ks[spec]).tolist():
-            lines = np.flatnonzero(spec & (ks == k))
-            rates[lines, :k] = np.array(", ".join(items[lines].tolist()).split(", ")).astype(np.float64).reshape(len(lines), k)
-        in_range = ((rates >= 0.0) & (rates <= 1.0)) | (np.arange(rates.shape[1])[None, :] >= ks[:, None])
-        finite = np.isfinite(np.where(spec, mean, "0").astype(np.float64))
-        fast &= ~spec | (in_range.all(axis=1) & finite)  # others: the streaming path names the error
-    pid = np.array([int(value) if value else -1 for value in pid_text.tolist()], np.int64) if len(np.unique(pid_text)) > 1 else \
-        np.full(len(texts), int(pid_text[0]) if pid_text[0] else -1, np.int64)
-    slow = np.flatnonzero(~fast)
+    lines, fast = _columns(rows)
     start = 0
-    for stop in [*slow.tolist(), len(texts)]:
+    for stop in [*np.flatnonzero(~fast).tolist(), len(texts)]:
         if stop > start:
-            part = slice(start, stop)
-            _segment(interpreter, result, read_at, pid[part], stamp[part], engine[part], mean[part], throughput[part],
-                     accepted[part], drafted[part], ks[part], rates[part], percent[part])
+            _segment(interpreter, result, read_at, lines.part(start, stop))
         if stop < len(texts):
             result.items.append(interpreter.feed(RawLine(interpreter.upstream, texts[stop], read_at)))
         start = stop + 1
     return result
 
 
-def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, pid: np.ndarray, stamp: np.ndarray, engine: np.ndarray,
-             mean: np.ndarray, throughput: np.ndarray, accepted_text: np.ndarray, drafted_text: np.ndarray, ks: np.ndarray,
-             rates: np.ndarray, percent: np.ndarray) -> None:
+def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, lines: _Lines) -> None:
     """One run of plain Engine / V1-e lines: what LogInterpreter._spec does to each, on arrays."""
-    spec = mean != ""
-    engines = _engines(interpreter, pid, engine)
+    spec = lines.spec
+    engines = _engines(interpreter, lines.pid, lines.engine)
     n_spec = int(spec.sum())
     if not n_spec:
         return
     result.spec_lines += n_spec
-    stamp, engines, ks, rates = stamp[spec], engines[spec], ks[spec], rates[spec]
-    accepted, drafted = accepted_text[spec].astype(np.int64), drafted_text[spec].astype(np.int64)
-    mean_length, printed = mean[spec].astype(np.float64), percent[spec].astype(np.float64)
-    throughput_value = throughput[spec].astype(np.float64)
+    where = np.flatnonzero(spec)
+    engines, ks, rates = engines[where], lines.ks[where], lines.rates[where]
+    accepted, drafted = lines.accepted[where], lines.drafted[where]
+    mean_length, printed, throughput_value = lines.mean[where], lines.percent[where], lines.throughput[where]
     empty = drafted == 0  # a `nan%` line: nothing was drafted
     with np.errstate(divide="ignore", invalid="ignore"):
         disagrees = ~np.isnan(printed) & (np.abs(100.0 * accepted / drafted - printed) > _RATE_TOLERANCE_PERCENT)
@@ -124,12 +174,12 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, p
     positions = np.zeros((n, rates.shape[1]), np.int64)
     for k in np.unique(ks[used]).tolist():
         group = np.flatnonzero(ks[used] == k)
-        lines = used[group]
-        rebuilt = reconstruct_many(accepted[lines], drafted[lines], mean_length[lines], rates[lines, :k])
+        members = used[group]
+        rebuilt = reconstruct_many(accepted[members], drafted[members], mean_length[members], rates[members, :k])
         ok[group], drafts[group], low[group], high[group] = rebuilt.ok, rebuilt.drafts, rebuilt.low, rebuilt.high
         positions[group, :k] = rebuilt.positions
         for j in np.flatnonzero(rebuilt.hard).tolist():  # wide ranges and long splits: the scalar code
-            line, at = lines[j], group[j]
+            line, at = members[j], group[j]
             exact = reconstruct(int(accepted[line]), int(drafted[line]), float(mean_length[line]), tuple(rates[line, :k].tolist()))
             ok[at] = exact is not None
             if exact is not None:
@@ -142,7 +192,8 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, p
         return
     drafts, low, high, positions = drafts[ok], low[ok], high[ok], positions[ok]
     if interpreter.clock == "log":
-        ends = log_times(stamp[kept], interpreter.year_reference or read_at, read_at)
+        stamps = [lines.stamps[i] for i in where[kept].tolist()]
+        ends = log_times(stamps, interpreter.year_reference or read_at, read_at)
     else:
         ends = np.full(len(kept), read_at)
     for name in dict.fromkeys(engines[kept].tolist()):
@@ -169,19 +220,20 @@ def _count(counter: Counter[str], name: str, mask: np.ndarray) -> None:
 def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -> np.ndarray:
     """Each line's engine: the last `Engine NNN:` line of its pid before it (else what the interpreter knew)."""
     names = np.empty(len(pid), dtype=object)
-    marker = engine != ""
     for process in np.unique(pid).tolist():
         key = None if process < 0 else process
         mine = np.flatnonzero(pid == process)
-        marks = np.flatnonzero(marker[mine])
+        marks = np.flatnonzero(engine[mine] >= 0)
         before = interpreter._engine_by_pid.get(key, DEFAULT_ENGINE)
         if not len(marks):
             names[mine] = before
             continue
-        values = np.array([before] + [str(int(value)) for value in engine[mine][marks].tolist()], dtype=object)
+        numbers, which = np.unique(engine[mine][marks], return_inverse=True)
+        table = np.array([before] + [str(number) for number in numbers.tolist()], dtype=object)
+        codes = np.concatenate(([0], which.reshape(-1) + 1))
         # the number of marker lines at or before each line picks its engine (0: the one before the segment)
-        names[mine] = values[np.searchsorted(marks, np.arange(len(mine)), side="right")]
-        interpreter._engine_by_pid[key] = values[-1]
+        names[mine] = table[codes[np.searchsorted(marks, np.arange(len(mine)), side="right")]]
+        interpreter._engine_by_pid[key] = table[codes[-1]]
     return names
 
 

@@ -19,11 +19,11 @@ def _resolved(stamp: str, reference: float) -> float:
     return np.nan if value is None else value
 
 
-def log_times(stamps: np.ndarray, reference: float, fallback: float) -> np.ndarray:
+def log_times(stamps: list[str], reference: float, fallback: float) -> np.ndarray:
     """Unix time of each stamp (`fallback` where it cannot be resolved, as the streaming path does)."""
     if not len(stamps):
         return np.zeros(0)
-    digits = np.frombuffer("".join(stamps.tolist()).encode("ascii"), np.uint8).reshape(-1, 14).astype(np.int64) - 48
+    digits = np.frombuffer("".join(stamps).encode("ascii"), np.uint8).reshape(-1, 14).astype(np.int64) - 48
     month, day, hour = digits[:, 0] * 10 + digits[:, 1], digits[:, 3] * 10 + digits[:, 4], digits[:, 6] * 10 + digits[:, 7]
     minute, second = digits[:, 9] * 10 + digits[:, 10], digits[:, 12] * 10 + digits[:, 13]
     hours, inverse = np.unique((month * 100 + day) * 100 + hour, return_inverse=True)
