@@ -34,7 +34,7 @@ def _machine() -> list[str]:
     mtail = suites.mtail_binary()
     return [
         f"- machine: {cpu}, {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}; prometheus_client {version('prometheus_client')}, hyperscan {version('hyperscan')}, watchdog {version('watchdog')}",
+        f"- Python {platform.python_version()}; prometheus_client {version('prometheus_client')}, hyperscan {version('hyperscan')}, numpy {version('numpy')}, watchdog {version('watchdog')}",
         f"- {tool(['grep', '--version'])}; mtail: {tool([mtail, '--version']) if mtail else 'not installed'}",
         "- page cache: warm (each log is read once before timing)",
     ]

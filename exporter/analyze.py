@@ -40,7 +40,7 @@ class AnalyzeOptions:
     model_name: str | None = None
     max_line_bytes: int = 1 << 20
     progress: bool | None = None  # None: only on a TTY
-    batch: bool = True  # blocks of lines at once (exporter/intervals/batch.py); False: line by line, as live following
+    batch: bool | None = True  # blocks of lines at once (exporter/intervals/batch.py); False: line by line, as live following
 
 
 @contextlib.contextmanager

@@ -18,6 +18,9 @@ from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, spli
 from exporter.store import SourceStats, Store
 
 
+BATCH_BLOCK_BYTES = 256 << 10  # a block this large is a catch-up (live following reads a few lines at a time)
+
+
 class LogPipeline:
     """Feeds the physical lines of one upstream into the store."""
 
@@ -32,7 +35,7 @@ class LogPipeline:
         model_name: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         source_kind: str = "log",
-        batch: bool = False,
+        batch: bool | None = False,
     ) -> None:
         self.store = store
         self.buffer = LineBuffer(max_line_bytes)  # for byte input (analyze, stdin); followed files frame their own
@@ -42,7 +45,12 @@ class LogPipeline:
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
-        self.batch = batch  # whole blocks through the batch path (exporter/intervals/batch.py): analyze, catch-up
+        # whole blocks through the batch path (exporter/intervals/batch.py): True for analyze; None
+        # for blocks of a catch-up's size only (meant for serve --from-start, while the few lines of
+        # live following stay on the streaming path); False (serve today): never. Both paths give the
+        # same Intervals. serve does not use None yet: with it, tests/test_never_lose_a_line.py's
+        # kill -9 loop failed 3 runs in 5 (lines stop being counted); not understood yet.
+        self.batch = batch
         store.update_source(upstream, lambda stats: None, kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
@@ -59,7 +67,7 @@ class LogPipeline:
             self._split_too_long += dropped
             return self.consume(lines, read_at) + dropped
         hits = self.scanner.scan(block)
-        if self.batch:
+        if self.batch or (self.batch is None and len(block) >= BATCH_BLOCK_BYTES):
             return self._interpret_block(hits, block.count(b"\n") + 1, read_at)
         return self._interpret([(text, None) for text in hits], block.count(b"\n") + 1, read_at)
 

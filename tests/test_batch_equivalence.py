@@ -133,13 +133,13 @@ def logs(draw: st.DrawFn) -> list[str]:
     return lines
 
 
-def _streaming(lines: list[str]) -> tuple[dict, Counter, int]:
-    interpreter = LogInterpreter("log", clock="log", year_reference=YEAR_REFERENCE)
+def _streaming(lines: list[str], clock: str) -> tuple[dict, Counter, int]:
+    interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
     return _tally([interpreter.feed(RawLine("log", line, 100.0)) for line in lines])
 
 
-def _batched(lines: list[str], cuts: list[int]) -> tuple[dict, Counter, int]:
-    interpreter = LogInterpreter("log", clock="log", year_reference=YEAR_REFERENCE)
+def _batched(lines: list[str], cuts: list[int], clock: str) -> tuple[dict, Counter, int]:
+    interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
     items, counts, spec = [], Counter(), 0
     bounds = [0, *sorted(cut % (len(lines) + 1) for cut in cuts), len(lines)]
     for start, stop in zip(bounds, bounds[1:]):
@@ -171,10 +171,11 @@ def _tally(items: list) -> tuple[dict, Counter, int]:  # type: ignore[type-arg]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(logs(), st.lists(st.integers(0, 10_000), max_size=4))
-def test_batch_and_streaming_give_the_same_intervals(lines, cuts):
-    streamed, streamed_counts, streamed_spec = _streaming(lines)
-    batched, batched_counts, batched_spec = _batched(lines, cuts)
+@given(logs(), st.lists(st.integers(0, 10_000), max_size=4), st.sampled_from(["log", "arrival"]))
+def test_batch_and_streaming_give_the_same_intervals(lines, cuts, clock):
+    """clock "log": analyze's (times from the lines); "arrival": serve's (a catch-up read at one moment)."""
+    streamed, streamed_counts, streamed_spec = _streaming(lines, clock)
+    batched, batched_counts, batched_spec = _batched(lines, cuts, clock)
     assert batched_spec == streamed_spec
     assert batched_counts == streamed_counts
     assert set(batched) == set(streamed)
