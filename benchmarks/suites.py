@@ -133,7 +133,7 @@ def offline_gzip(size: int, runs: int) -> list[Row]:
     inflate = _median_seconds([sys.executable, "-c", _INFLATE, path], runs)
     analyze, peak = _median_run(_analyze(path), runs, _check_analyze(truth))
     mib = truth.size / (1 << 20)
-    return [Row("offline scan", f"analyze .gz vs decompression alone, {mib:,.0f} MiB ({packed.stat().st_size / 2**20:,.0f} MiB gzip)",
+    return [Row("offline scan", f"analyze .gz vs decompression alone, {mib:,.0f} MiB ({packed.stat().st_size / 2**20:,.1f} MiB gzip)",
                 f"{analyze:.3f} s ({mib / analyze:,.0f} MiB/s), peak RSS {peak / 2**20:.0f} MiB", f"python gzip read {inflate:.3f} s",
                 f"{analyze / inflate:.2f}× decompression", "≤ 1.5× decompression", analyze / inflate <= 1.5)]
 
