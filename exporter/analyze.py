@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from exporter.config import DeriveSettings
 from exporter.pipeline import LogPipeline
@@ -97,7 +97,7 @@ def _read_ahead(reader: IO[bytes], depth: int = 2) -> Iterator[bytes]:
 class _NoBar:
     """What feed_file needs of a progress bar, doing nothing."""
 
-    def __enter__(self) -> _NoBar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:

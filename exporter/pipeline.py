@@ -13,10 +13,14 @@ from collections.abc import Iterable, Sequence
 from exporter.log_intervals import ClockMode, LineOutcome, LogInterpreter
 from exporter.records import RawLine
 from exporter.scan import LineScanner, might_matter
-from exporter.sources.container import FrameDecoder, FramingError, LogFormat, detect_format
+from exporter.sources.container import (
+    FrameDecoder,
+    FramingError,
+    LogFormat,
+    detect_format,
+)
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
 from exporter.store import SourceStats, Store
-
 
 BATCH_BLOCK_BYTES = 256 << 10  # a block this large is a catch-up (live following reads a few lines at a time)
 
@@ -119,7 +123,9 @@ class LogPipeline:
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
         """The batch path: what _interpret does, with runs of plain spec lines taken as columns."""
-        from exporter.intervals.batch import interpret_block  # numpy is imported only where blocks are batched
+        from exporter.intervals.batch import (
+            interpret_block,  # numpy is imported only where blocks are batched
+        )
 
         result = interpret_block(self.interpreter, texts, read_at)
         spec, problems, variants = result.spec_lines, result.problems, result.variants

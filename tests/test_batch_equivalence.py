@@ -11,6 +11,7 @@ field. Then the same log as a file through `analyze` both ways: equal JSON repor
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -142,7 +143,7 @@ def _batched(lines: list[str], cuts: list[int], clock: str) -> tuple[dict, Count
     interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
     items, counts, spec = [], Counter(), 0
     bounds = [0, *sorted(cut % (len(lines) + 1) for cut in cuts), len(lines)]
-    for start, stop in zip(bounds, bounds[1:]):
+    for start, stop in itertools.pairwise(bounds):
         result = interpret_block(interpreter, lines[start:stop], 100.0)
         items += result.items  # in order: a segment's columns come before the line after it
         counts.update({f"problem:{k}": v for k, v in result.problems.items()})

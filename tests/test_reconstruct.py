@@ -7,6 +7,8 @@ and checks every bound documented in exporter/reconstruct.py.
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,7 +114,7 @@ def test_error_bound_holds_for_any_counts(case):
 def assert_plausible(counts: tuple[int, ...], drafts: int) -> None:
     """Position i is reached only through i − 1: A_0 ≤ D, A_i ≤ A_{i−1}, every conditional rate in [0, 1]."""
     assert all(0 <= count <= drafts for count in counts)
-    assert all(later <= earlier for earlier, later in zip(counts, counts[1:])), counts
+    assert all(later <= earlier for earlier, later in itertools.pairwise(counts)), counts
     assert all(c is None or 0.0 <= c <= 1.0 for c in conditional_acceptance(position_acceptance(counts, drafts)))
 
 

@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from exporter.intervals.batch_times import log_times
 from exporter.intervals.batch_reconstruct import reconstruct_many
+from exporter.intervals.batch_times import log_times
 from exporter.intervals.columns import IntervalColumns
-from exporter.log_intervals import _RATE_TOLERANCE_PERCENT, DEFAULT_ENGINE, LineOutcome, LogInterpreter
+from exporter.log_intervals import (
+    _RATE_TOLERANCE_PERCENT,
+    DEFAULT_ENGINE,
+    LineOutcome,
+    LogInterpreter,
+)
 from exporter.parse.vllm_log import PER_POSITION_KEY
 from exporter.reconstruct import reconstruct
 from exporter.records import RawLine
@@ -97,8 +101,9 @@ def _columns(rows: list[tuple[str, ...]]) -> tuple[_Lines, np.ndarray]:
         pid = np.fromiter((int(value) if value else -1 for value in pid_text), np.int64, n)
     engine = np.full(n, -1, np.int64)
     engine[marker] = np.fromiter(map(int, filter(None, engine_text)), np.int64)
-    lines = _Lines(pid, engine, spec, stamps, *(np.zeros(n) for _ in range(2)), *(np.zeros(n, np.int64) for _ in range(2)),
-                   np.zeros(n), np.zeros(n, np.int64), np.zeros((n, 0)))
+    lines = _Lines(pid=pid, engine=engine, spec=spec, stamps=stamps, mean=np.zeros(n), throughput=np.zeros(n),
+                   accepted=np.zeros(n, np.int64), drafted=np.zeros(n, np.int64), percent=np.zeros(n), ks=np.zeros(n, np.int64),
+                   rates=np.zeros((n, 0)))
     fast = marker | spec
     if not spec.any():
         return lines, fast
@@ -235,11 +240,3 @@ def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -
         names[mine] = table[codes[np.searchsorted(marks, np.arange(len(mine)), side="right")]]
         interpreter._engine_by_pid[key] = table[codes[-1]]
     return names
-
-
-def iter_intervals(result: BlockResult) -> Iterator[object]:
-    for item in result.items:
-        if isinstance(item, IntervalColumns):
-            yield from item.intervals()
-        elif item.interval is not None:
-            yield item.interval

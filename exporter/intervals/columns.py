@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -44,7 +45,7 @@ class IntervalColumns:
 
     def intervals(self) -> list[Interval]:
         def known(values: np.ndarray) -> list[float | None]:
-            return [None if value != value else value for value in values.tolist()]
+            return [None if math.isnan(value) else value for value in values.tolist()]
 
         rows = zip(self.ends.tolist(), known(self.starts), known(self.seconds), self.draft_tokens.tolist(), self.accepted.tolist(),
                    self.drafts.tolist(), self.positions.tolist(), self.ks.tolist(), self.low.tolist(), self.high.tolist())
@@ -57,7 +58,7 @@ class IntervalColumns:
     def added_to(self, totals: Totals) -> Totals:
         """totals.plus(i) for each interval i in order; sums of integers are exact in any order, and
         the float sum of seconds is accumulated left to right as the loop would."""
-        first_start = self.starts[0] if self.starts[0] == self.starts[0] else self.ends[0]
+        first_start = self.ends[0] if math.isnan(self.starts[0]) else self.starts[0]
         seconds = float(np.add.accumulate(np.concatenate(([totals.seconds], np.nan_to_num(self.seconds, nan=0.0))))[-1])
         end = float(self.ends.max())
         return replace(
