@@ -53,7 +53,10 @@ class LogPipeline:
         # for blocks of a catch-up's size only (meant for serve --from-start, while the few lines of
         # live following stay on the streaming path); False (serve today): never. Both paths give the
         # same Intervals. serve does not use None yet: with it, tests/test_never_lose_a_line.py's
-        # kill -9 loop failed 3 runs in 5 (lines stop being counted); not understood yet.
+        # kill -9 loop failed 3 runs in 5. In the failures traced, the last sidecar never took the
+        # batch path: it resumed inside a file rotated while it was down (logfile.py, "finishing a
+        # file rotated while stopped"), read it to its end and never opened the current file. The
+        # faster catch-up seems only to make that moment likelier; to settle before enabling.
         self.batch = batch
         store.update_source(upstream, lambda stats: None, kind=source_kind)
 
