@@ -241,3 +241,35 @@ def test_reconstruct_many_equals_reconstruct_line_by_line(curve, fixed, data):
     if exact is not None:
         got = (int(rebuilt.drafts[0]), int(rebuilt.low[0]), int(rebuilt.high[0]), tuple(rebuilt.positions[0].tolist()))
         assert got == (exact.drafts, exact.drafts_low, exact.drafts_high, exact.accepted_per_position)
+
+
+def test_the_fast_path_takes_the_common_lines_and_pins_d_as_from_log_does():
+    """A fixed-length drafter's V1-e lines (with iteration lines between) become columns, and
+    where reconstruct chose T/k the range closes on it, as from_log.py does; a JSON record and a
+    prefixed line in the same block go the streaming way and agree."""
+    config = "(APIServer pid=7) INFO 12-01 10:00:00 [api_utils.py:273] non-default args: {'speculative_config': {'method': 'eagle', 'num_speculative_tokens': 4}}"
+    spec = ("(APIServer pid=7) INFO 12-01 10:00:{s:02d} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.50, "
+            "Accepted throughput: 12.50 tokens/s, Drafted throughput: 40.00 tokens/s, Accepted: 7503 tokens, Drafted: 20000 tokens, "
+            "Per-position acceptance rate: 0.700, 0.400, 0.250, 0.150, Avg Draft acceptance rate: 37.5%")  # D 5000–5007 fit
+    iteration = "(APIServer pid=7) INFO 12-01 10:00:{s:02d} [loggers.py:183] Engine 001: Iteration(3): 2 context requests"
+    lines = [config, *[line.format(s=s) for s in range(10) for line in (iteration, spec)]]
+    lines.append(_json_record_of(spec.format(s=11)))
+    lines.append("[pod-a] " + spec.format(s=12))
+    unpinned, _, _ = _batched(lines[1:], [], "log")  # no config: the method is unknown, D keeps its range
+    assert {interval.drafts_range for intervals in unpinned.values() for interval in intervals} == {(5000, 5007)}
+    streamed, _, _ = _streaming(lines, "log")
+    interpreter = LogInterpreter("log", clock="log", year_reference=YEAR_REFERENCE)
+    result = interpret_block(interpreter, lines, 100.0)
+    columns = [item for item in result.items if not isinstance(item, LineOutcome)]
+    assert sum(len(item) for item in columns) == 10  # the plain lines, iteration lines between them
+    batched, _, _ = _tally(result.items)
+    assert batched == streamed
+    (key,) = streamed
+    assert key.engine == "0"  # iteration lines do not move the engine
+    assert len(streamed[key]) == 12
+    assert all(interval.drafts == 5000 and interval.drafts_range == (5000, 5000) for interval in streamed[key])
+
+
+def _json_record_of(line: str) -> str:
+    return json.dumps({"asctime": "2026-12-01 10:00:11,123", "levelname": "INFO", "name": "vllm.v1.metrics.loggers", "processName": "MainProcess",
+                       "process": 7, "message": line.split("] ", 1)[1], "vllm_process_name": "APIServer"})
