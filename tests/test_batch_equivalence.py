@@ -196,10 +196,7 @@ def _tally(items: list) -> tuple[dict, Counter, int]:  # type: ignore[type-arg]
     return by_series, counts, spec
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(logs(), st.lists(st.integers(0, 10_000), max_size=4), st.sampled_from(["log", "arrival"]))
-def test_batch_and_streaming_give_the_same_intervals(lines, cuts, clock):
-    """clock "log": analyze's (times from the lines); "arrival": serve's (a catch-up read at one moment)."""
+def _same_intervals(lines: list[str], cuts: list[int], clock: str) -> None:
     streamed, streamed_counts, streamed_spec = _streaming(lines, clock)
     batched, batched_counts, batched_spec = _batched(lines, cuts, clock)
     assert batched_spec == streamed_spec
@@ -209,7 +206,25 @@ def test_batch_and_streaming_give_the_same_intervals(lines, cuts, clock):
         assert batched[key] == streamed[key], key  # Interval records, field by field, in order
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+_CLOCKS = st.sampled_from(["log", "arrival"])  # "log": analyze's (times from the lines); "arrival": serve's (a catch-up read at one moment)
+_CUTS = st.lists(st.integers(0, 10_000), max_size=4)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(logs(), _CUTS, _CLOCKS)
+def test_batch_and_streaming_give_the_same_intervals(lines, cuts, clock):
+    """A few random logs in the pure tier; the slow tier runs many more."""
+    _same_intervals(lines, cuts, clock)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(logs(), _CUTS, _CLOCKS)
+def test_batch_and_streaming_give_the_same_intervals_over_many_logs(lines, cuts, clock):
+    _same_intervals(lines, cuts, clock)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(logs())
 def test_analyze_reports_are_equal_both_ways(tmp_path: Path, lines: list[str]):
     path = tmp_path / "server.log"
@@ -225,7 +240,7 @@ def test_analyze_reports_are_equal_both_ways(tmp_path: Path, lines: list[str]):
     assert report(True) == report(False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(curves(), st.booleans(), st.data())
 def test_reconstruct_many_equals_reconstruct_line_by_line(curve, fixed, data):
     drafts, counts = curve
