@@ -23,7 +23,10 @@ from benchmarks.inputs import ROOT
 
 
 def _machine() -> list[str]:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), platform.processor())
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    libraries = ", ".join(f"{name} {version(name)}" for name in ("prometheus_client", "hyperscan", "numpy", "watchdog"))
 
     def tool(command: list[str]) -> str:
         try:
@@ -33,8 +36,8 @@ def _machine() -> list[str]:
 
     mtail = suites.mtail_binary()
     return [
-        f"- machine: {cpu}, {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}; prometheus_client {version('prometheus_client')}, hyperscan {version('hyperscan')}, numpy {version('numpy')}, watchdog {version('watchdog')}",
+        f"- machine: {cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}; {libraries}",
         f"- {tool(['grep', '--version'])}; mtail: {tool([mtail, '--version']) if mtail else 'not installed'}",
         "- page cache: warm (each log is read once before timing)",
     ]
@@ -93,7 +96,9 @@ def main() -> int:
         "exposition": lambda: suites.exposition(repeats=20 if quick else 200),
         "latency": lambda: suites.latency(lines=10 if quick else 200, poll_interval=0.25 if quick else 1.0),
         "follow": lambda: suites.follow(seconds=2.0 if quick else 60.0),
-        "scale": lambda: suites.scale(targets=20 if quick else 1000, interval=1.0 if quick else 5.0, seconds=3.0 if quick else 60.0, renders=5 if quick else 20),
+        "scale": lambda: suites.scale(
+            targets=20 if quick else 1000, interval=1.0 if quick else 5.0, seconds=3.0 if quick else 60.0, renders=5 if quick else 20
+        ),
     }
     _ensure_mtail()
     rows: list[suites.Row] = []

@@ -166,7 +166,10 @@ def exposition(repeats: int) -> list[Row]:
                 f"{full / ours:.0f}× faster", "≥ 50×", full / ours >= 50)]
 
 
-_ENGINE = "(APIServer pid=7) INFO 12-02 08:00:00 [loggers.py:273] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 120.0 tokens/s, Running: 16 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.4%, Prefix cache hit rate: 62.5%\n"
+_ENGINE = (
+    "(APIServer pid=7) INFO 12-02 08:00:00 [loggers.py:273] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 120.0 tokens/s, "
+    "Running: 16 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.4%, Prefix cache hit rate: 62.5%\n"
+)
 _SPEC = (
     "(APIServer pid=7) INFO 12-02 08:00:00 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.00, Accepted throughput: 10.00 tokens/s, "
     "Drafted throughput: 150.00 tokens/s, Accepted: 10 tokens, Drafted: 150 tokens, Per-position acceptance rate: "
@@ -200,7 +203,7 @@ def latency(lines: int, poll_interval: float) -> list[Row]:
                     out.flush()
                     written = time.perf_counter()
                     seen += 1
-                    wait_until(lambda: running.spec_lines() >= seen, "a spec line to show on /metrics", timeout=10, every=0.002)
+                    wait_until(lambda seen=seen: running.spec_lines() >= seen, "a spec line to show on /metrics", timeout=10, every=0.002)
                     samples.append((time.perf_counter() - written) * 1000)
         p50, p99 = _percentile(samples, 0.5), _percentile(samples, 0.99)
         rows.append(Row("live latency", f"{mode}, {lines} lines", f"p50 {p50:.1f} ms, p99 {p99:.1f} ms", "", "",
@@ -239,13 +242,13 @@ def follow(seconds: float, rates: tuple[int, ...] = (100, 1000), idle_files: int
             log = Path(directory) / "server.log"
             log.write_text(_ACCESS)
             with background(["tail", "-F", "-n", "0", str(log)]) as tail:
-                tail_share = _cpu_share(tail.pid, lambda: _write_at_rate(log, rate, seconds))
+                tail_share = _cpu_share(tail.pid, lambda log=log, rate=rate: _write_at_rate(log, rate, seconds))
             with sidecar("--log", str(log)) as running:
                 wait_until(lambda: 'specdecode_log_lines_total{upstream=' in running.metrics(), "the log to be followed")
                 before = running.spec_lines()
-                share = _cpu_share(running.process.pid, lambda: _write_at_rate(log, rate, seconds))
+                share = _cpu_share(running.process.pid, lambda log=log, rate=rate: _write_at_rate(log, rate, seconds))
                 expected = before + int(seconds * rate) // 40
-                wait_until(lambda: running.spec_lines() >= expected, "every written spec line to be counted", timeout=10)
+                wait_until(lambda expected=expected: running.spec_lines() >= expected, "every written spec line to be counted", timeout=10)
         rows.append(Row("follow cost", f"one file growing at {rate:,} lines/s, {seconds:g} s", f"{share * 100:.2f}% of a core",
                         f"tail -F {tail_share * 100:.2f}%", f"{share / tail_share:.1f}× tail -F" if tail_share else "", "< 1%", share < 0.01))
     with tempfile.TemporaryDirectory() as directory:
