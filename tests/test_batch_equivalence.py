@@ -210,7 +210,7 @@ _CLOCKS = st.sampled_from(["log", "arrival"])  # "log": analyze's (times from th
 _CUTS = st.lists(st.integers(0, 10_000), max_size=4)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs(), _CUTS, _CLOCKS)
 def test_batch_and_streaming_give_the_same_intervals(lines, cuts, clock):
     """A few random logs in the pure tier; the slow tier runs many more."""
@@ -224,7 +224,7 @@ def test_batch_and_streaming_give_the_same_intervals_over_many_logs(lines, cuts,
     _same_intervals(lines, cuts, clock)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(logs())
 def test_analyze_reports_are_equal_both_ways(tmp_path: Path, lines: list[str]):
     path = tmp_path / "server.log"
@@ -240,9 +240,20 @@ def test_analyze_reports_are_equal_both_ways(tmp_path: Path, lines: list[str]):
     assert report(True) == report(False)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(curves(), st.booleans(), st.data())
 def test_reconstruct_many_equals_reconstruct_line_by_line(curve, fixed, data):
+    _same_reconstruction(curve, fixed, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None)
+@given(curves(), st.booleans(), st.data())
+def test_reconstruct_many_equals_reconstruct_over_many_lines(curve, fixed, data):
+    _same_reconstruction(curve, fixed, data)
+
+
+def _same_reconstruction(curve, fixed, data):  # type: ignore[no-untyped-def]
     drafts, counts = curve
     k, accepted = len(counts), sum(counts)
     draft_tokens = drafts * k if fixed else data.draw(st.integers(max(1, accepted + drafts - counts[0]), drafts * k))
