@@ -23,7 +23,10 @@ from benchmarks.inputs import ROOT
 
 
 def _machine() -> list[str]:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), platform.processor())
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    libraries = ", ".join(f"{name} {version(name)}" for name in ("prometheus_client", "hyperscan", "numpy", "watchdog"))
 
     def tool(command: list[str]) -> str:
         try:
@@ -33,8 +36,8 @@ def _machine() -> list[str]:
 
     mtail = suites.mtail_binary()
     return [
-        f"- machine: {cpu}, {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}; prometheus_client {version('prometheus_client')}, hyperscan {version('hyperscan')}, watchdog {version('watchdog')}",
+        f"- machine: {cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}; {libraries}",
         f"- {tool(['grep', '--version'])}; mtail: {tool([mtail, '--version']) if mtail else 'not installed'}",
         "- page cache: warm (each log is read once before timing)",
     ]
@@ -75,20 +78,28 @@ def _row_order(row: str) -> int:
     return list(BENCHMARK_NAMES.values()).index(row.split("|")[1].strip())
 
 
+OFFLINE_SIZES = [10 << 20, 100 << 20, 1 << 30]  # throughput and peak RSS must stay flat across them
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small inputs and short windows (CI)")
     parser.add_argument("--out", type=Path, default=ROOT / "RESULTS.md", help="where to write the results (default: %(default)s)")
     parser.add_argument("--only", nargs="*", choices=["offline", "exposition", "latency", "follow", "scale"], help="run only these")
+    parser.add_argument("--sizes", type=lambda text: [int(size) << 20 for size in text.split(",")], default=None,
+                        help="offline log sizes in MiB, comma-separated (default: 10,100,1024; --quick: 1)")
     args = parser.parse_args()
     quick = args.quick
     plan = {
-        "offline": lambda: [row for size in ([1 << 20] if quick else [100 << 20, 1 << 30])
-                            for row in suites.offline(size, runs=1 if quick else 3, mtail_runs=1 if quick or size >= 1 << 30 else 3)],
+        "offline": lambda: [row for size in (args.sizes or ([1 << 20] if quick else OFFLINE_SIZES))
+                            for row in suites.offline(size, runs=1 if quick else 3, mtail_runs=1 if quick or size >= 1 << 30 else 3)]
+        + suites.offline_gzip(1 << 20 if quick else 100 << 20, runs=1 if quick else 3),
         "exposition": lambda: suites.exposition(repeats=20 if quick else 200),
         "latency": lambda: suites.latency(lines=10 if quick else 200, poll_interval=0.25 if quick else 1.0),
         "follow": lambda: suites.follow(seconds=2.0 if quick else 60.0),
-        "scale": lambda: suites.scale(targets=20 if quick else 1000, interval=1.0 if quick else 5.0, seconds=3.0 if quick else 60.0, renders=5 if quick else 20),
+        "scale": lambda: suites.scale(
+            targets=20 if quick else 1000, interval=1.0 if quick else 5.0, seconds=3.0 if quick else 60.0, renders=5 if quick else 20
+        ),
     }
     _ensure_mtail()
     rows: list[suites.Row] = []
@@ -104,7 +115,7 @@ def main() -> int:
     command = "python -m benchmarks" + (" --quick" if quick else "") + (" --only " + " ".join(args.only) if args.only else "")
     note = ""
     if args.only and args.out.exists():  # a partial run replaces its benchmarks' rows and keeps the others
-        kept = _rows_of(args.out.read_text(), exclude={BENCHMARK_NAMES[name] for name in args.only})
+        kept = _rows_of(args.out.read_text().split("\n## ", 1)[0], exclude={BENCHMARK_NAMES[name] for name in args.only})
         table = _table([]) + "\n" + "\n".join(sorted(kept + table.splitlines()[2:], key=_row_order))
         note = f" Rows of {', '.join(args.only)} from this run, the others from the file's earlier run."
     # hand-written sections after the table (`## …`, e.g. before/after records) are kept

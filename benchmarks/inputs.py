@@ -84,8 +84,7 @@ def make_log(size: int) -> LogTruth:
             at += LOG_INTERVAL_SECONDS
             engine, spec_line, a, t = intervals[index % len(intervals)]
             stamp = _stamp(at)
-            for j in range(LINES_PER_INTERVAL - 2):
-                block.append(access[(index + j) % len(access)])
+            block.extend(access[(index + j) % len(access)] for j in range(LINES_PER_INTERVAL - 2))
             block.append(_STAMP.sub(stamp, engine, count=1))
             block.append(_STAMP.sub(stamp, spec_line, count=1))
             spec, accepted, drafted, index = spec + 1, accepted + a, drafted + t, index + 1

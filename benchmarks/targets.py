@@ -26,7 +26,7 @@ def _template() -> tuple[str, list[tuple[str, int]]]:
     steps = {"num_drafts": engine.drafts, "num_draft_tokens": engine.draft_tokens, "num_accepted_tokens": engine.accepted}
     lines, fields = [], []
     for line in text.replace("{", "{{").replace("}", "}}").splitlines():
-        name, _, value = line.rpartition(" ")
+        name, _, _value = line.rpartition(" ")
         counter = next((key for key in steps if f"spec_decode_{key}_total{{{{" in name), None)
         if counter is None and "_per_pos_total{{" in name:
             position = int(name.split('position="')[1].split('"')[0])

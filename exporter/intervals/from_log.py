@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from exporter.intervals.draft_length import draft_length, drafts_from_tokens
+from exporter.intervals.draft_length import DraftLength, draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
 from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import might_matter
@@ -39,8 +39,7 @@ from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, Sa
 UNKNOWN_MODEL = "unknown"
 PLUGIN_VARIANT = f"plugin-v{PLUGIN_RECORD_VERSION}"  # the `format` label of plugin records
 DEFAULT_ENGINE = "0"
-_RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
-
+RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
 
 
 ClockMode = Literal["log", "arrival"]
@@ -146,9 +145,29 @@ class LogInterpreter:
     def _problem(self, line: RawLine, reason: str, *, spec_line: bool) -> LineOutcome:
         return LineOutcome(problem=ParseProblem(self.upstream, reason, line.text), spec_line=spec_line)
 
-    def _series(self, engine: str) -> SeriesKey:
+    # --- what the batch path (batch.py) reads and moves on, so both paths share one state ---------
+
+    def series(self, engine: str) -> SeriesKey:
+        """The series of an engine's log intervals under what the log has said so far (model name)."""
         model = self.model_name or self.config.served_model_name or self.config.model or UNKNOWN_MODEL
         return SeriesKey(upstream=self.upstream, model_name=model, engine=engine, source="log")
+
+    def engine_of(self, pid: int | None) -> str:
+        """The engine of the last `Engine NNN:` line of this pid (the default engine before any)."""
+        return self._engine_by_pid.get(pid, DEFAULT_ENGINE)
+
+    def set_engine(self, pid: int | None, engine: str) -> None:
+        self._engine_by_pid[pid] = engine
+
+    def advance(self, key: SeriesKey, end: float) -> float | None:
+        """The end of the series' previous interval (its next one's start); `end` is now the last."""
+        previous = self._last_end.get(key)
+        self._last_end[key] = end
+        return previous
+
+    def draft_length(self) -> DraftLength:
+        """Whether every draft holds k tokens under the config the log has announced so far."""
+        return draft_length(self.config.method, self.config.server_version, self.config.variable_drafts)
 
     def _time(self, line: RawLine, month_day_time: str) -> float:
         if self.clock == "log":
@@ -170,7 +189,7 @@ class LogInterpreter:
             counts = self._v0_delta(pid, parsed)
             if counts is None:
                 return LineOutcome(spec_line=True, variant=parsed.variant)
-            key, (draft_tokens, accepted, drafts, k, emitted) = self._series(DEFAULT_ENGINE), counts
+            key, (draft_tokens, accepted, drafts, k, emitted) = self.series(DEFAULT_ENGINE), counts
             positions: tuple[int, ...] = ()  # V0 never prints them: reported as null
             drafts_range = (drafts, drafts)
         else:
@@ -178,14 +197,14 @@ class LogInterpreter:
                 return LineOutcome(spec_line=True, variant=parsed.variant)
             if parsed.accepted_tokens > parsed.draft_tokens or self._rate_disagrees(parsed):
                 return self._problem(line, "inconsistent_counts", spec_line=True)
-            key = self._series(self._engine_by_pid.get(pid, DEFAULT_ENGINE))
+            key = self.series(self._engine_by_pid.get(pid, DEFAULT_ENGINE))
             draft_tokens, accepted = parsed.draft_tokens, parsed.accepted_tokens
             rates = parsed.position_rates
             k = (len(rates) if rates else None) or self.config.num_speculative_tokens
             rebuilt = reconstruct(accepted, draft_tokens, parsed.mean_acceptance_length, rates)
             if rebuilt is None and (rates or parsed.mean_acceptance_length is not None):
                 return self._problem(line, "reconstruction_failed", spec_line=True)
-            pinned = drafts_from_tokens(draft_tokens, k, draft_length(self.config.method, self.config.server_version, self.config.variable_drafts))
+            pinned = drafts_from_tokens(draft_tokens, k, self.draft_length())
             if rebuilt is None:  # V1-a, V1-b: only A and T; D = T/k for a fixed-length drafter, else unknown
                 drafts, positions = pinned, ()
                 drafts_range = None if pinned is None else (pinned, pinned)
@@ -222,7 +241,7 @@ class LogInterpreter:
         values = [("mean_acceptance_length", parsed.mean_acceptance_length)]
         if parsed.draft_acceptance_ratio is not None:
             values.append(("draft_acceptance_ratio", parsed.draft_acceptance_ratio))
-        sample = SampledValues(key=self._series(parsed.engine), at=at, values=tuple(values), variant=parsed.variant)
+        sample = SampledValues(key=self.series(parsed.engine), at=at, values=tuple(values), variant=parsed.variant)
         return LineOutcome(sample=sample, spec_line=True, variant=parsed.variant)
 
     def _seconds(self, parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
@@ -239,7 +258,7 @@ class LogInterpreter:
         printed = parsed.draft_acceptance_percent
         if printed is None or printed != printed:  # absent or nan
             return False
-        return abs(100.0 * parsed.accepted_tokens / parsed.draft_tokens - printed) > _RATE_TOLERANCE_PERCENT
+        return abs(100.0 * parsed.accepted_tokens / parsed.draft_tokens - printed) > RATE_TOLERANCE_PERCENT
 
     def _v0_delta(self, pid: int | None, parsed: ParsedSpecLine) -> tuple[int, int, int, int, int] | None:
         """(T, A, D, k, E) since the previous cumulative line of this process, or None for a baseline.

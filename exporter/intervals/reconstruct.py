@@ -19,12 +19,20 @@ Error bound (proved by tests/test_reconstruct.py against exact counts):
     1%/(L−1) of D per line (0.32% at L = 4.12);
   * per position, |Â_i − A_i| ≤ 0.0005·(D + D̂) + r_i·|D̂ − D| + 1;
   * summed over a window the bounds add up: |ΣD̂ − ΣD| ≤ Σ(D_hi − D_lo).
+
+Plausibility (issue 18): a position is reached only through the one before it, so the true counts
+satisfy D ≥ A_0 ≥ A_1 ≥ … ≥ A_{k−1}. The split keeps that: each Â_i stays inside its rate's rounding
+interval narrowed to what non-increasing counts allow (low_i = max of the lows of positions ≥ i,
+high_i = min of the highs of positions ≤ i), which the true counts always satisfy at the true D,
+so the per-position bound above is kept. Every conditional rate Â_i/Â_{i−1} is then in [0, 1], and
+so is any window's, since sums of non-increasing counts are non-increasing.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 MEAN_LENGTH_HALF_STEP = 0.005  # printed with %.2f
@@ -61,19 +69,36 @@ def _rate_limits(rates: tuple[float, ...]) -> tuple[list[float], list[float]]:
 
 
 def _position_bounds(limits: tuple[list[float], list[float]], drafts: int) -> tuple[list[int], list[int]]:
-    """For each position, the integers A_i that round to its printed rate at this D: [low_i, high_i]."""
+    """For each position, the integers A_i that round to its printed rate at this D and keep the
+    counts non-increasing: [low_i, high_i], low_i the largest low of positions ≥ i, high_i the
+    smallest high of positions ≤ i (A_i ≥ A_j for i < j: position j is reached only through i)."""
     ceil, floor = math.ceil, math.floor
     lows = [ceil(rate * drafts - _EPS) for rate in limits[0]]
     highs = [floor(rate * drafts + _EPS) for rate in limits[1]]
+    for i in range(len(lows) - 2, -1, -1):
+        lows[i] = max(lows[i], lows[i + 1])
+    for i in range(1, len(highs)):
+        highs[i] = min(highs[i], highs[i - 1])
     return lows, highs
 
 
 def _fitting_bounds(limits: tuple[list[float], list[float]], drafts: int, accepted: int) -> tuple[list[int], list[int]] | None:
-    """The position bounds at this D if integers A_i within them can sum to A, else None."""
+    """The position bounds at this D if non-increasing integers A_i within them can sum to A, else None.
+
+    Any sum between Σ low_i and Σ high_i is reachable by non-increasing counts (raise the first
+    position below its high, one token at a time), so the sums decide."""
     lows, highs = _position_bounds(limits, drafts)
-    if any(map(int.__gt__, lows, highs)) or not sum(lows) <= accepted <= sum(highs):
+    if any(map(int.__gt__, lows, highs)) or not sequential_sum(lows) <= accepted <= sequential_sum(highs):
         return None
     return lows, highs
+
+
+def sequential_sum(values: Iterable[float]) -> float:
+    """Left-to-right sum (Python ≥ 3.12's sum() compensates float rounding; the batch path adds in order)."""
+    total: float = 0  # stays an int for ints
+    for value in values:
+        total += value
+    return total
 
 
 def _residual(accepted: int, drafts: int, mean_length: float | None, rates: tuple[float, ...]) -> float:
@@ -83,39 +108,78 @@ def _residual(accepted: int, drafts: int, mean_length: float | None, rates: tupl
     if mean_length is not None:
         misses.append(abs(1.0 + per_draft - mean_length) / MEAN_LENGTH_HALF_STEP)
     if rates:
-        misses.append(abs(per_draft - sum(rates)) / (RATE_HALF_STEP * len(rates)))
+        misses.append(abs(per_draft - sequential_sum(rates)) / (RATE_HALF_STEP * len(rates)))
     return max(misses, default=0.0)
 
 
 def split_positions(rates: tuple[float, ...], drafts: int, accepted: int) -> tuple[int, ...]:
-    """Â_i ≈ r_i·D, adjusted within each rate's rounding so that Σ Â_i = A where possible."""
+    """Non-increasing Â_i ≈ r_i·D, within each rate's rounding, with Σ Â_i = A where possible."""
     if not rates or drafts <= 0:
         return tuple(0 for _ in rates)
     return _split(rates, drafts, accepted, *_position_bounds(_rate_limits(rates), drafts))
 
 
+def split_targets(rates: tuple[float, ...], drafts: int) -> list[float]:
+    """r_i·D made non-increasing (a running minimum), so that rounding it cannot climb at the tail."""
+    targets, ceiling = [], math.inf
+    for rate in rates:
+        ceiling = min(ceiling, rate * drafts)
+        targets.append(ceiling)
+    return targets
+
+
 def _split(rates: tuple[float, ...], drafts: int, accepted: int, lows: list[int], highs: list[int]) -> tuple[int, ...]:
-    # A rate's rounding interval is centred on r_i·D, so when it holds any integer it holds round(r_i·D)
-    counts = [round(rate * drafts) for rate in rates]
-    if any(map(int.__lt__, counts, lows)) or any(map(int.__gt__, counts, highs)):  # an interval without one
-        counts = [min(max(count, low), max(low, high)) for count, low, high in zip(counts, lows, highs, strict=True)]
+    """Start from ⌊x_i⌋ (x_i = r_i·D) inside the bounds, then move one token at a time where x_i is
+    furthest on that side. Adding goes to the smallest (Â_i + 1 − x_i), the lowest position on a tie;
+    removing takes from the largest (Â_i − x_i), the highest position on a tie. With x and the bounds
+    non-increasing, that order never lets a position pass the one before it (its key is never
+    smaller when adding, never larger when removing), so the counts stay non-increasing. The
+    batch path (exporter/intervals/batch.py) computes the same moves with the same float operations.
+    """
+    if any(map(int.__gt__, lows, highs)):  # D is not a fitting candidate: keep only 0 ≤ Â_i ≤ D
+        lows, highs = [0] * len(rates), [drafts] * len(rates)
+    targets = split_targets(rates, drafts)
+    counts = [min(max(math.floor(x), low), high) for x, low, high in zip(targets, lows, highs, strict=True)]
     remainder = accepted - sum(counts)
-    if remainder == 0:
-        return tuple(counts)
-    # Move one token at a time to the position whose exact value r_i·D is furthest on that side
-    # (a heap of (−distance, −i): the largest distance first, the highest position on a tie).
-    step = 1 if remainder > 0 else -1
-    limit = highs if step > 0 else lows
-    heap = [(-step * (rate * drafts - count), -i) for i, (rate, count) in enumerate(zip(rates, counts, strict=True)) if counts[i] != limit[i]]
-    heapq.heapify(heap)
-    while remainder != 0 and heap:
-        distance, negative_i = heapq.heappop(heap)
-        i = -negative_i
-        counts[i] += step
-        remainder -= step
-        if counts[i] != limit[i]:
-            heapq.heappush(heap, (distance + 1, negative_i))
+    if remainder > 0:
+        heap = [(count + 1 - x, i) for i, (count, x, high) in enumerate(zip(counts, targets, highs, strict=True)) if count < high]
+        heapq.heapify(heap)
+        while remainder and heap:
+            _, i = heapq.heappop(heap)
+            counts[i] += 1
+            remainder -= 1
+            if counts[i] < highs[i]:
+                heapq.heappush(heap, (counts[i] + 1 - targets[i], i))
+    elif remainder < 0:
+        heap = [(-(count - x), -i) for i, (count, x, low) in enumerate(zip(counts, targets, lows, strict=True)) if count > low]
+        heapq.heapify(heap)
+        while remainder and heap:
+            _, negative_i = heapq.heappop(heap)
+            i = -negative_i
+            counts[i] -= 1
+            remainder += 1
+            if counts[i] > lows[i]:
+                heapq.heappush(heap, (-(counts[i] - targets[i]), negative_i))
     return tuple(counts)
+
+
+def candidate_range(accepted: int, draft_tokens: int, mean_length: float | None, rates: tuple[float, ...]) -> tuple[int, int]:
+    """[first, last]: the integers D that M's and the rates' roundings and ⌈T/k⌉ ≤ D ≤ T allow."""
+    k = len(rates) or None
+    low: float = math.ceil(draft_tokens / k) if k else 1
+    high: float = draft_tokens
+    if mean_length is not None and accepted > 0:
+        m_low, m_high = _range_from_mean_length(accepted, mean_length)
+        low, high = max(low, m_low), min(high, m_high)
+    if rates and accepted > 0:
+        total = sequential_sum(rates)
+        low = max(low, accepted / (total + RATE_HALF_STEP * len(rates) + _EPS))
+        # Σ A_i ≥ D·Σ(r_i − ½ step) over the rates above half a step: a near-zero tail adds no lower
+        # bound, so it must not loosen the upper bound on D either
+        floor_total = sequential_sum(rate - RATE_HALF_STEP for rate in rates if rate > RATE_HALF_STEP)
+        if floor_total > 0:
+            high = min(high, accepted / (floor_total - _EPS))
+    return max(1, math.ceil(low - _EPS)), math.floor(high + _EPS)
 
 
 def reconstruct(
@@ -129,23 +193,13 @@ def reconstruct(
     if draft_tokens <= 0 or (mean_length is None and not rates):
         return None
     k = len(rates) or None
-    low: float = math.ceil(draft_tokens / k) if k else 1
-    high: float = draft_tokens
-    if mean_length is not None and accepted > 0:
-        m_low, m_high = _range_from_mean_length(accepted, mean_length)
-        low, high = max(low, m_low), min(high, m_high)
-    if rates and accepted > 0:
-        total = sum(rates)
-        slack = RATE_HALF_STEP * len(rates)
-        low = max(low, accepted / (total + slack + _EPS))
-        if total - slack > 0:
-            high = min(high, accepted / (total - slack - _EPS))
-    first, last = max(1, math.ceil(low - _EPS)), math.floor(high + _EPS)
+    first, last = candidate_range(accepted, draft_tokens, mean_length, rates)
     if first > last:
         return None
     fitting: dict[int, tuple[list[int], list[int]]] = {}  # candidate D → its position bounds
     if last - first > _MAX_CANDIDATES:
-        centre = accepted / sum(rates) if rates and sum(rates) > 0 else (first + last) / 2
+        total = sequential_sum(rates)
+        centre = accepted / total if rates and total > 0 else (first + last) / 2
         candidates = sorted({first, min(max(round(centre), first), last), last})
     elif not rates:
         candidates = list(range(first, last + 1))

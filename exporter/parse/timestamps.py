@@ -12,7 +12,7 @@ import re
 import time
 from datetime import datetime
 
-_SLACK_SECONDS = 86_400.0
+SLACK_SECONDS = 86_400.0
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 
 
@@ -37,6 +37,6 @@ def resolve_log_time(month_day_time: str, reference: float) -> float | None:
             stamp = datetime(candidate_year, month, day, hour, minute, second).timestamp()
         except ValueError:  # Feb 29 in a non-leap year, or a bad field: try an earlier year
             continue
-        if stamp <= reference + _SLACK_SECONDS:
+        if stamp <= reference + SLACK_SECONDS:
             return stamp
     return None

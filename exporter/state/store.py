@@ -10,9 +10,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
 from exporter.state.reference import (
@@ -27,11 +27,17 @@ from exporter.state.reference import (
     switch_config,
 )
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
-from exporter.state.window import RollingWindow, Totals
+from exporter.state.window import RollingWindow, Totals, plus_columns, timeline, totals_json
+
+if TYPE_CHECKING:
+    from exporter.intervals.columns import IntervalColumns
 
 log = logging.getLogger(__name__)
 
 JudgeState = Callable[[SeriesKey, SpecConfig, Totals, Profile | None], str]  # the judge stage's verdict, injected
+
+if TYPE_CHECKING:
+    from exporter.intervals.columns import IntervalColumns
 
 
 @dataclass(frozen=True)
@@ -90,22 +96,41 @@ class Store:
         self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
         self._restored: dict[SeriesKey, SeriesMemory] = {}  # saved memories of series not seen yet
 
+    def _series_of(self, key: SeriesKey) -> _Series:
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(key, self.window_seconds, self._judged_seconds)
+            if key in self._restored:
+                series.memory = self._restored.pop(key)
+            self._enforce_cap()
+        return series
+
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
             self.version += 1
-            series = self._series.get(interval.key)
-            if series is None:
-                series = self._series[interval.key] = _Series(interval.key, self.window_seconds, self._judged_seconds)
-                if interval.key in self._restored:
-                    series.memory = self._restored.pop(interval.key)
-                self._enforce_cap()
+            series = self._series_of(interval.key)
             series.lifetime = series.lifetime.plus(interval)
             series.variants[interval.variant] += 1
+            self._keep(series, (interval,))
+
+    def record_columns(self, columns: IntervalColumns) -> None:
+        """Many intervals of one series (the batch path), leaving the state record_interval leaves
+        after each in turn: the lifetime sums at once, the windows and the verdict's memory (which
+        judges the window ending at every interval) one interval at a time, in order."""
+        with self._lock:
+            self.version += 1
+            series = self._series_of(columns.key)
+            series.lifetime = plus_columns(series.lifetime, columns)
+            series.variants[columns.variant] += len(columns)
+            self._keep(series, columns.intervals() if series.windows or self.health is not None else ())
+
+    def _keep(self, series: _Series, intervals: Iterable[Interval]) -> None:
+        for interval in intervals:
             for window in series.windows.values():
                 window.add(interval)
-            series.last_update = self.clock()
             if self.health is not None:
                 self._remember(series, interval)
+        series.last_update = self.clock()
 
     def _remember(self, series: _Series, interval: Interval) -> None:
         """Judge the window that ends with `interval` against the reference, and learn or freeze."""
@@ -198,7 +223,7 @@ class Store:
                     config=self._config_of(s.key.upstream),
                     last_update=s.last_update,
                     variant=s.variants.most_common(1)[0][0] if s.variants else "",
-                    timeline=_timeline(s, now, timeline_points) if timeline_points else (),
+                    timeline=timeline(s.windows.values(), now, timeline_points) if timeline_points else (),
                     memory=s.memory if self.health is not None else None,
                     recent=s.recent.totals(s.memory.last_at) if self.health is not None and s.memory.last_at is not None else None,
                     reference_rule=self.health.rule if self.health is not None else None,
@@ -258,7 +283,7 @@ class Store:
     def export_counters(self) -> dict[str, object]:
         """Every series' lifetime totals and every source's counters, for the state dir."""
         with self._lock:
-            series = [{"key": _key_json(s.key), "totals": _totals_json(s.lifetime), "variants": dict(s.variants)} for s in self._series.values()]
+            series = [{"key": _key_json(s.key), "totals": totals_json(s.lifetime), "variants": dict(s.variants)} for s in self._series.values()]
             sources = [
                 {"upstream": upstream, "kind": stats.kind, "lines": stats.lines, "spec_lines": stats.spec_lines,
                  "problems": dict(stats.problems), "variants": dict(stats.variants), "resets": stats.resets}
@@ -304,28 +329,6 @@ class Store:
             if partner is not None:
                 config = self._configs.get(partner, SpecConfig()).merged(config)
         return config
-
-
-
-def _timeline(series: _Series, now: float, points: int) -> tuple[tuple[float, float], ...]:
-    if not series.windows:
-        return ()
-    longest = max(series.windows.values(), key=lambda window: window.seconds)
-    longest.totals(now)  # evicts what has left the window
-    return tuple(
-        (interval.end, 1.0 + interval.accepted_tokens / interval.drafts)
-        for interval in longest.recent(points)
-        if interval.drafts
-    )
-
-
-def _totals_json(totals: Totals) -> dict[str, object]:
-    from dataclasses import asdict
-
-    data = asdict(totals)
-    data["accepted_per_position"] = list(totals.accepted_per_position)
-    data["draft_tokens_per_position"] = list(totals.draft_tokens_per_position)
-    return data
 
 
 def _key_text(key: SeriesKey) -> str:

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 from exporter.records import Interval
+
+if TYPE_CHECKING:
+    from exporter.intervals.columns import IntervalColumns
 
 
 def _add_positions(left: tuple[int, ...], right: tuple[int, ...], sign: int = 1) -> tuple[int, ...]:
@@ -110,3 +115,45 @@ class RollingWindow:
         if self._totals.start != start or self._totals.end != end:
             self._totals = replace(self._totals, start=start, end=end)
         return self._totals
+
+
+def plus_columns(totals: Totals, columns: IntervalColumns) -> Totals:
+    """totals.plus(i) for each interval i of `columns` in order, without the loop: the batch path's
+    intervals all know D, print no E and no T_i, so only these fields move; integer sums are exact
+    in any order and the seconds are added left to right, as the loop adds them."""
+    sums = columns.sums()
+    return replace(
+        totals,
+        intervals=totals.intervals + len(columns),
+        draft_tokens=totals.draft_tokens + sums.draft_tokens,
+        accepted_tokens=totals.accepted_tokens + sums.accepted_tokens,
+        drafts=totals.drafts + sums.drafts,
+        drafts_low=totals.drafts_low + sums.drafts_low,
+        drafts_high=totals.drafts_high + sums.drafts_high,
+        accepted_per_position=_add_positions(totals.accepted_per_position, sums.accepted_per_position),
+        k=sums.last_k,
+        seconds=columns.seconds_after(totals.seconds),
+        start=sums.first_start if totals.start is None else totals.start,
+        end=sums.last_end if totals.end is None or sums.last_end > totals.end else totals.end,
+    )
+
+
+def timeline(windows: Iterable[RollingWindow], now: float, points: int) -> tuple[tuple[float, float], ...]:
+    """(end, L) of the last `points` intervals of the longest window."""
+    windows = list(windows)
+    if not windows:
+        return ()
+    longest = max(windows, key=lambda window: window.seconds)
+    longest.totals(now)  # evicts what has left the window
+    return tuple(
+        (interval.end, 1.0 + interval.accepted_tokens / interval.drafts)
+        for interval in longest.recent(points)
+        if interval.drafts
+    )
+
+
+def totals_json(totals: Totals) -> dict[str, object]:
+    data = asdict(totals)
+    data["accepted_per_position"] = list(totals.accepted_per_position)
+    data["draft_tokens_per_position"] = list(totals.draft_tokens_per_position)
+    return data

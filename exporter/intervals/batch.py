@@ -1,0 +1,270 @@
+"""The batch path: a block of marker lines → Interval columns, with numpy, no Python per interval.
+
+`analyze` (and `serve --from-start` catching up) hands over blocks of thousands of lines; live
+following hands over a few lines at a time and keeps the streaming path (LogInterpreter.feed).
+Both give the same Intervals, field by field (tests/test_batch_equivalence.py).
+
+One regex pass over the joined block sorts its lines into three kinds:
+  * `Engine NNN:` lines and V1-e `SpecDecoding metrics:` lines with a plain envelope
+    (`(Proc pid=N) LEVEL MM-DD HH:MM:SS [file:line] `, no colour) — the bulk of any vLLM log —
+    and `Engine NNN: Iteration(…)` lines (vLLM ≥ 0.26 with iteration details), which are neither
+    an engine marker nor a spec line (vllm_log.parse_engine_marker) and are passed over;
+  * everything else — startup config, JSON records (0.32+), a VLLM_LOGGING_PREFIX before or
+    after the process prefix, V0 lines, `N Engines Aggregated:`, plugin records, colour, odd
+    lines — which
+    LogInterpreter.feed handles one by one, in order, so the state it keeps (engine per pid, the
+    config, V0 baselines) is always current.
+A run of the first kind between two others is one segment: its numbers become arrays, the checks
+the streaming path makes (rate vs counts, A ≤ T, T = 0) become masks, D and A_i come from
+batch_reconstruct, and each series' part of the segment becomes one IntervalColumns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from exporter.intervals.batch_reconstruct import reconstruct_many
+from exporter.intervals.batch_times import log_times
+from exporter.intervals.columns import ColumnSink, IntervalColumns
+from exporter.intervals.from_log import RATE_TOLERANCE_PERCENT, LineOutcome, LogInterpreter
+from exporter.intervals.reconstruct import reconstruct
+from exporter.parse.vllm_log import PER_POSITION_KEY
+from exporter.records import RawLine, RecordSink
+
+_NUM = r"(?:[0-9]+(?:\.[0-9]+)?|nan|inf)"
+_LINE = re.compile(
+    r"^(?:"
+    r"(?:\([A-Za-z0-9_]+ pid=([0-9]+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +([0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)? +"
+    r"\[?[A-Za-z0-9_./-]+?:[0-9]+\] "
+    r"(?:Engine ([0-9]+): (Iteration\()?.*|SpecDecoding metrics: "
+    rf"Mean acceptance length: ({_NUM}), Accepted throughput: ({_NUM}) tokens/s, "
+    rf"Drafted throughput: {_NUM} tokens/s, Accepted: ([0-9]{{1,15}}) tokens, Drafted: ([0-9]{{1,15}}) tokens, "
+    rf"{re.escape(PER_POSITION_KEY)}: ({_NUM}(?:, {_NUM})*), Avg Draft acceptance rate: ({_NUM})%)"
+    r"|.*)$",
+    re.MULTILINE | re.ASCII,
+)
+VARIANT = "V1-e"
+
+
+@dataclass
+class BlockResult:
+    """What a block produced, in the order the store needs it."""
+
+    items: list[LineOutcome | IntervalColumns] = field(default_factory=list)
+    spec_lines: int = 0  # counted by the batch segments (outcomes count their own)
+    variants: Counter[str] = field(default_factory=Counter)
+    problems: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class _Lines:
+    """The fields of a block's lines as arrays (zeros where a line has no such field)."""
+
+    pid: np.ndarray  # -1: no process prefix
+    engine: np.ndarray  # the `Engine NNN:` number; -1: not a marker line
+    spec: np.ndarray  # a plain V1-e line
+    stamps: tuple[str, ...]
+    mean: np.ndarray
+    throughput: np.ndarray
+    accepted: np.ndarray
+    drafted: np.ndarray
+    percent: np.ndarray
+    ks: np.ndarray
+    rates: np.ndarray  # (n, max k)
+
+    def part(self, start: int, stop: int) -> _Lines:
+        cut = slice(start, stop)
+        return _Lines(self.pid[cut], self.engine[cut], self.spec[cut], self.stamps[cut], self.mean[cut], self.throughput[cut],
+                      self.accepted[cut], self.drafted[cut], self.percent[cut], self.ks[cut], self.rates[cut])
+
+
+def _floats(texts: list[str]) -> np.ndarray:
+    return np.fromiter(map(float, texts), np.float64, len(texts))  # Python's float(): the streaming path's parse
+
+
+def _columns(rows: list[tuple[str, ...]]) -> tuple[_Lines, np.ndarray]:
+    """(the lines' fields, which lines the batch can take) from the regex's groups; C-level maps only."""
+    n = len(rows)
+    pid_text, stamps, engine_text, iteration_text, mean_text, throughput_text, accepted_text, drafted_text, items, percent_text = zip(*rows, strict=True)
+    spec = np.fromiter(map(bool, mean_text), bool, n)
+    iteration = np.fromiter(map(bool, iteration_text), bool, n)
+    marker = np.fromiter(map(bool, engine_text), bool, n) & ~iteration
+    distinct = set(pid_text)
+    if len(distinct) == 1:
+        only = distinct.pop()
+        pid = np.full(n, int(only) if only else -1, np.int64)
+    else:
+        pid = np.fromiter((int(value) if value else -1 for value in pid_text), np.int64, n)
+    engine = np.full(n, -1, np.int64)
+    engine[marker] = np.fromiter((int(number) for number, skip in zip(engine_text, iteration_text, strict=True) if number and not skip), np.int64)
+    lines = _Lines(pid=pid, engine=engine, spec=spec, stamps=stamps, mean=np.zeros(n), throughput=np.zeros(n),
+                   accepted=np.zeros(n, np.int64), drafted=np.zeros(n, np.int64), percent=np.zeros(n), ks=np.zeros(n, np.int64),
+                   rates=np.zeros((n, 0)))
+    fast = marker | spec | iteration
+    if not spec.any():
+        return lines, fast
+    where = np.flatnonzero(spec)
+    pick = where.tolist()
+
+    def column(texts: tuple[str, ...]) -> list[str]:
+        return list(map(texts.__getitem__, pick))
+
+    lines.mean[where] = _floats(column(mean_text))
+    lines.throughput[where] = _floats(column(throughput_text))
+    lines.percent[where] = _floats(column(percent_text))
+    lines.accepted[where] = np.fromiter(map(int, column(accepted_text)), np.int64, len(pick))
+    lines.drafted[where] = np.fromiter(map(int, column(drafted_text)), np.int64, len(pick))
+    spec_items = column(items)
+    ks = np.fromiter(map(str.count, spec_items, [","] * len(pick)), np.int64, len(pick)) + 1
+    lines.ks[where] = ks
+    lines.rates = np.full((n, int(ks.max())), np.nan)
+    for k in np.unique(ks).tolist():
+        group = np.flatnonzero(ks == k)
+        texts = ", ".join(map(spec_items.__getitem__, group.tolist())).split(", ")
+        lines.rates[where[group], :k] = _floats(texts).reshape(len(group), k)
+    padding = np.arange(lines.rates.shape[1])[None, :] >= lines.ks[:, None]
+    in_range = (((lines.rates >= 0.0) & (lines.rates <= 1.0)) | padding).all(axis=1)
+    fast &= ~spec | (in_range & np.isfinite(lines.mean))  # others: the streaming path names the error
+    return lines, fast
+
+
+def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: float) -> BlockResult:
+    """Every line of `texts` (in order) through the batch path or, where it cannot, the streaming one."""
+    result = BlockResult()
+    if not texts:
+        return result
+    rows = _LINE.findall("\n".join(texts))
+    if len(rows) != len(texts):  # a line the join could not keep apart (cannot happen: no \n inside)
+        result.items += [interpreter.feed(RawLine(interpreter.upstream, text, read_at)) for text in texts]
+        return result
+    lines, fast = _columns(rows)
+    start = 0
+    for stop in [*np.flatnonzero(~fast).tolist(), len(texts)]:
+        if stop > start:
+            _segment(interpreter, result, read_at, lines.part(start, stop))
+        if stop < len(texts):
+            result.items.append(interpreter.feed(RawLine(interpreter.upstream, texts[stop], read_at)))
+        start = stop + 1
+    return result
+
+
+def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, lines: _Lines) -> None:
+    """One run of plain Engine / V1-e lines: what LogInterpreter._spec does to each, on arrays."""
+    spec = lines.spec
+    engines = _engines(interpreter, lines.pid, lines.engine)
+    n_spec = int(spec.sum())
+    if not n_spec:
+        return
+    result.spec_lines += n_spec
+    where = np.flatnonzero(spec)
+    engines, ks, rates = engines[where], lines.ks[where], lines.rates[where]
+    accepted, drafted = lines.accepted[where], lines.drafted[where]
+    mean_length, printed, throughput_value = lines.mean[where], lines.percent[where], lines.throughput[where]
+    empty = drafted == 0  # a `nan%` line: nothing was drafted
+    with np.errstate(divide="ignore", invalid="ignore"):
+        disagrees = ~np.isnan(printed) & (np.abs(100.0 * accepted / drafted - printed) > RATE_TOLERANCE_PERCENT)
+    inconsistent = ~empty & ((accepted > drafted) | disagrees)
+    _count(result.problems, "inconsistent_counts", inconsistent)
+    _count(result.variants, VARIANT, empty)
+    used = np.flatnonzero(~empty & ~inconsistent)
+    if not len(used):
+        return
+    n = len(used)
+    ok = np.zeros(n, bool)
+    drafts, low, high = (np.zeros(n, np.int64) for _ in range(3))
+    positions = np.zeros((n, rates.shape[1]), np.int64)
+    for k in np.unique(ks[used]).tolist():
+        group = np.flatnonzero(ks[used] == k)
+        members = used[group]
+        rebuilt = reconstruct_many(accepted[members], drafted[members], mean_length[members], rates[members, :k])
+        ok[group], drafts[group], low[group], high[group] = rebuilt.ok, rebuilt.drafts, rebuilt.low, rebuilt.high
+        positions[group, :k] = rebuilt.positions
+        for j in np.flatnonzero(rebuilt.hard).tolist():  # wide ranges and long splits: the scalar code
+            line, at = members[j], group[j]
+            exact = reconstruct(int(accepted[line]), int(drafted[line]), float(mean_length[line]), tuple(rates[line, :k].tolist()))
+            ok[at] = exact is not None
+            if exact is not None:
+                drafts[at], low[at], high[at] = exact.drafts, exact.drafts_low, exact.drafts_high
+                positions[at, :k] = exact.accepted_per_position
+    _count(result.problems, "reconstruction_failed", ~ok)
+    _count(result.variants, VARIANT, ok)
+    kept = used[ok]
+    if not len(kept):
+        return
+    drafts, low, high, positions = drafts[ok], low[ok], high[ok], positions[ok]
+    if interpreter.draft_length().fixed:  # from_log: D = T/k closes the range when reconstruct chose T/k
+        pinned = (drafted[kept] % ks[kept] == 0) & (drafts == drafted[kept] // ks[kept])
+        low, high = np.where(pinned, drafts, low), np.where(pinned, drafts, high)
+    if interpreter.clock == "log":
+        stamps = [lines.stamps[i] for i in where[kept].tolist()]
+        ends = log_times(stamps, interpreter.year_reference or read_at, read_at)
+    else:
+        ends = np.full(len(kept), read_at)
+    for name in dict.fromkeys(engines[kept].tolist()):
+        mine = np.flatnonzero(engines[kept] == name)
+        key = interpreter.series(name)
+        rows = kept[mine]
+        previous = interpreter.advance(key, float(ends[mine][-1]))
+        starts = np.concatenate(([np.nan if previous is None else previous], ends[mine][:-1]))
+        result.items.append(IntervalColumns.build(
+            key=key, variant=VARIANT, ends=ends[mine], starts=starts, accepted=accepted[rows], draft_tokens=drafted[rows],
+            throughput=throughput_value[rows], drafts=drafts[mine], low=low[mine], high=high[mine], ks=ks[rows],
+            positions=positions[mine],
+        ))
+
+
+def _count(counter: Counter[str], name: str, mask: np.ndarray) -> None:
+    """Add the lines of `mask` under `name` (no zero entries: the streaming path has none)."""
+    n = int(mask.sum())
+    if n:
+        counter[name] += n
+
+
+def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -> np.ndarray:
+    """Each line's engine: the last `Engine NNN:` line of its pid before it (else what the interpreter knew)."""
+    names = np.empty(len(pid), dtype=object)
+    for process in np.unique(pid).tolist():
+        key = None if process < 0 else process
+        mine = np.flatnonzero(pid == process)
+        marks = np.flatnonzero(engine[mine] >= 0)
+        before = interpreter.engine_of(key)
+        if not len(marks):
+            names[mine] = before
+            continue
+        numbers, which = np.unique(engine[mine][marks], return_inverse=True)
+        table = np.array([before] + [str(number) for number in numbers.tolist()], dtype=object)
+        codes = np.concatenate(([0], which.reshape(-1) + 1))
+        # the number of marker lines at or before each line picks its engine (0: the one before the segment)
+        names[mine] = table[codes[np.searchsorted(marks, np.arange(len(mine)), side="right")]]
+        interpreter.set_engine(key, str(table[codes[-1]]))
+    return names
+
+
+def deliver(result: BlockResult, sink: RecordSink, upstream: str) -> BlockResult:
+    """Hand a block's records to `sink` in order (columns as columns where it takes them) and add
+    the lines' own counts to the block's; what LogPipeline._interpret does for each outcome."""
+    columns_sink = sink if isinstance(sink, ColumnSink) else None
+    for item in result.items:
+        if isinstance(item, IntervalColumns):
+            if columns_sink is not None:
+                columns_sink.record_columns(item)
+            else:
+                for interval in item.intervals():
+                    sink.record_interval(interval)
+            continue
+        result.spec_lines += item.spec_line
+        if item.variant is not None:
+            result.variants[item.variant] += 1
+        if item.problem is not None:
+            result.problems[item.problem.reason] += 1
+        if item.config is not None:
+            sink.record_config(upstream, item.config)
+        if item.interval is not None:
+            sink.record_interval(item.interval)
+        if item.sample is not None:
+            sink.record_sample(item.sample)
+    return result
