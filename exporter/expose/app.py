@@ -7,7 +7,7 @@ its lifespan, so a test can run the whole sidecar in-process or as a subprocess 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, Protocol
@@ -76,7 +76,7 @@ def create_app(
     if security is not None:
 
         @app.middleware("http")
-        async def basic_auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+        async def basic_auth(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
             security.refresh()
             if request.url.path not in OPEN_PATHS and not security.authorized(request.headers.get("authorization")):
                 return PlainTextResponse(

@@ -307,7 +307,8 @@ def _window_gauges(derived: Derived, w: list[str], add: Add, exposition: Exposit
     if derived.mean_acceptance_length is None:
         return
     add(names.MEAN_ACCEPTANCE_LENGTH, w, derived.mean_acceptance_length)
-    add(names.MEAN_DRAFT_LENGTH, w, derived.mean_draft_length)  # type: ignore[arg-type]
+    if derived.mean_draft_length is not None:
+        add(names.MEAN_DRAFT_LENGTH, w, derived.mean_draft_length)
     for position, rate in enumerate(derived.position_acceptance):
         add(names.POSITION_ACCEPTANCE, [*w, str(position)], rate)
     if exposition.conditional:  # else the recording rules compute it from the per-position counters

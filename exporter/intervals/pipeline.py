@@ -164,11 +164,13 @@ class LogPipeline:
         self.decoder.reset()
 
 
-def _add(  # type: ignore[no-untyped-def]
+def _add(
     count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int
-):
+) -> Callable[[SourceStats], None]:
+    """What the lines of one block add to their upstream's counts."""
+
     def update(stats: SourceStats) -> None:
-        stats.up = True  # lines were just read from it
+        stats.up = True  # lines were just read from it (the source says when it is gone)
         stats.resets = max(stats.resets, restarts)
         stats.lines += count
         stats.spec_lines += spec
