@@ -70,6 +70,8 @@ class LogSource:
         self._thread: threading.Thread | None = None
         self._restored: dict[str, FilePosition] = {}
         self._after_pass: Callable[[], None] | None = None
+        self._globs = {pattern for pattern in self.patterns if _has_magic(pattern)}
+        self._posted: dict[str, tuple[bool, int, int, int]] = {}  # the health last posted per upstream
 
     # --- the state dir -------------------------------------------------------------------------
 
@@ -134,17 +136,21 @@ class LogSource:
     def poll_once(self) -> None:
         """Read everything new in every followed file."""
         for pattern in self.patterns:
+            if pattern in self._files and pattern not in self._globs:
+                continue  # a plain path, followed already: nothing to expand
             for path in self._expand(pattern):
                 if path not in self._files:
                     self._files[path] = self._follow(path, self._plugin_dirs.get(pattern))
         self._first_pass = False
+        fed: set[str] = set()
         for followed, pipeline in self._files.values():
             for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
                 if item is FILE_REPLACED:
                     pipeline.file_replaced()
                 else:
                     pipeline.consume_block(item, self.clock())  # type: ignore[arg-type]
-        self._report()
+                    fed.add(pipeline.upstream)
+        self._report(fed)
         if self._after_pass is not None:
             self._after_pass()
 
@@ -172,11 +178,14 @@ class LogSource:
         lines = head.decode("utf-8", errors="replace").splitlines()
         pipeline.learn_config(raw for raw in lines if any(marker in raw for marker in _PRIME_MARKERS))
 
-    def _report(self) -> None:
-        """Post each upstream's health once, summed over its files.
+    def _report(self, fed: set[str]) -> None:
+        """Post each upstream's health once, summed over its files — when it may have changed.
 
         A plugin directory is one upstream of several record files: posting file by file, the last
-        file's counts would hide a rotation or a missing file seen in another.
+        file's counts would hide a rotation or a missing file seen in another. A health equal to the
+        one posted last is posted again only if lines were read for a missing file (reading them
+        marks the upstream up); no other writer changes these fields, and most passes skip the
+        store's lock.
         """
         by_upstream: dict[str, list[tuple[FollowedFile, LogConsumer]]] = {}
         for followed, pipeline in self._files.values():
@@ -186,6 +195,10 @@ class LogSource:
             rotations = sum(followed.counters.rotations for followed, _ in members)
             truncations = sum(followed.counters.truncations for followed, _ in members)
             too_long = sum(followed.buffer.too_long + pipeline.too_long for followed, pipeline in members)
+            health = (up, rotations, truncations, too_long)
+            if health == self._posted.get(upstream) and (up or upstream not in fed):
+                continue
+            self._posted[upstream] = health
             self.health.update_source(upstream, _health(up, rotations, truncations, too_long))
 
 
