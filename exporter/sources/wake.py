@@ -30,7 +30,7 @@ from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
 
-COALESCE_SECONDS = 0.075  # at most one pass per this long while events keep coming (latency ≤ this + a pass)
+COALESCE_SECONDS = 0.06  # at most one pass per this long while events keep coming (latency ≤ this + a pass)
 SETTLE_SECONDS = 0.01  # after a quiet spell: the writes of the next few ms share the first pass
 _EVENT_BUFFER = 1 << 16
 

@@ -91,6 +91,16 @@ class Store:
         self.series_dropped = 0
         self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
         self._restored: dict[SeriesKey, SlowAverage] = {}  # saved averages of series not seen yet
+        self._before_read: list[Callable[[], None]] = []
+
+    def before_read(self, hook: Callable[[], None]) -> None:
+        """Call `hook` before every snapshot and export: a source that batches its records (the log
+        follower) hands them over then, so no reader ever sees a line read but not yet counted."""
+        self._before_read.append(hook)
+
+    def _complete(self) -> None:
+        for hook in self._before_read:
+            hook()
 
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
@@ -143,6 +153,7 @@ class Store:
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
+        self._complete()
         now = self.clock()
         with self._lock:
             series = tuple(
@@ -183,6 +194,7 @@ class Store:
 
     def export_averages(self) -> list[dict[str, object]]:
         """The slow averages, for the state dir."""
+        self._complete()
         with self._lock:
             live: list[dict[str, object]] = [
                 {"key": _key_json(s.key), **s.average.to_json()} for s in self._series.values() if s.average.drafts > 0
@@ -210,6 +222,7 @@ class Store:
 
     def export_counters(self) -> dict[str, object]:
         """Every series' lifetime totals and every source's counters, for the state dir."""
+        self._complete()
         with self._lock:
             series = [{"key": _key_json(s.key), "totals": _totals_json(s.lifetime), "variants": dict(s.variants)} for s in self._series.values()]
             sources = [
