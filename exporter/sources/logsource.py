@@ -157,24 +157,28 @@ class LogSource:
                 if path not in self._files:
                     self._files[path] = self._follow(path, self._plugin_dirs.get(pattern))
         self._first_pass = False
+        for followed, pipeline in self._files.values():
+            for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
+                self._queue(pipeline, item)
         with self._pending_lock:
-            pending = self._pending
-            for followed, pipeline in self._files.values():
-                for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
-                    if not pending:
-                        self._pending_since = time.monotonic()
-                    if item is FILE_REPLACED:
-                        pending.append((pipeline, None, 0.0))
-                        continue
-                    pending.append((pipeline, item, self.clock()))  # type: ignore[arg-type]
-                    self._pending_bytes += len(item)  # type: ignore[arg-type]
-                    if self._pending_bytes >= DEFER_BYTES:
-                        self._complete()
-                        pending = self._pending
-            if not pending or self.defer <= 0 or time.monotonic() - self._pending_since >= self.defer:
+            if not self._pending or self.defer <= 0 or time.monotonic() - self._pending_since >= self.defer:
                 self._complete()
         if self._after_pass is not None:
             self._after_pass()
+
+    def _queue(self, pipeline: LogConsumer, item: bytes | object) -> None:
+        """Queue one block (or a file replacement) in read order; the lock is held only for this, so
+        a reader completing the queue never waits for a pass's file I/O."""
+        with self._pending_lock:
+            if not self._pending:
+                self._pending_since = time.monotonic()
+            if item is FILE_REPLACED:
+                self._pending.append((pipeline, None, 0.0))
+                return
+            self._pending.append((pipeline, item, self.clock()))  # type: ignore[arg-type]
+            self._pending_bytes += len(item)  # type: ignore[arg-type]
+            if self._pending_bytes >= DEFER_BYTES:
+                self._complete()
 
     def complete(self) -> None:
         """Hand every queued block to its consumer now (the store calls this before it is read)."""
