@@ -269,3 +269,26 @@ def test_a_position_saved_by_an_older_version_still_resumes(tmp_path, follow):
     write(log, "c\n")
     resumed = follow(log, start_at_end=False, resume=FilePosition.from_json(legacy))
     assert poll(resumed) == ["c"]
+
+
+def test_deferred_lines_are_handed_over_before_the_store_is_read(tmp_path):
+    """serve batches interpretation: a pass queues what it read, and every read of the store completes the queue first."""
+    log = tmp_path / "vllm.log"
+    write(log, STARTUP)
+    store = Store({"5m": 300})
+    source = LogSource([str(log)], store, pipelines_into(store), from_start=True, defer=3600)
+    source.poll_once()
+    write(log, SPEC)
+    source.poll_once()
+    assert store.snapshot().series == ()  # read, queued, not yet interpreted (no reader hook yet)
+    store.before_read(source.complete)
+    (series,) = store.snapshot().series
+    assert series.lifetime.accepted_tokens == 2243 and series.config.num_speculative_tokens == 8
+    write(log, SPEC)
+    source.poll_once()
+    log.unlink()  # its last line was read but not yet interpreted: the health must still end "down"
+    source.poll_once()
+    snapshot = store.snapshot()
+    assert snapshot.series[0].lifetime.accepted_tokens == 2 * 2243
+    assert [(s.upstream, s.up, s.spec_lines) for s in snapshot.sources] == [(str(log), False, 2)]
+    source.stop()

@@ -26,6 +26,10 @@ from exporter.state.store import Store
 
 log = logging.getLogger(__name__)
 
+# The log follower interprets what it read in batches: when the store is read (every scrape), or
+# after this long. Following a busy log then costs one cheap pass per wake-up (benchmarks/: follow).
+DEFER_SECONDS = 1.0
+
 
 def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
@@ -48,7 +52,9 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
             file_events=settings.file_events,
             plugin_dirs=settings.plugin_dirs,
             max_line_bytes=settings.max_line_bytes,
+            defer=DEFER_SECONDS,
         )
+        store.before_read(log_source.complete)  # readers see every line read, however batched
         sources.append(log_source)
     if STDIN_UPSTREAM in settings.logs:
         sources.append(

@@ -14,7 +14,9 @@ from file events or the polling timer — events are hints, never truth) we re-d
                              unfinished line from before is dropped and counted. The byte check
                              catches a truncated file that regrew past our offset between polls,
                              which a size check alone would miss (and lose lines for);
-  * otherwise              → read from our offset to the end.
+  * otherwise              → read from our offset to the size just seen (what is written after
+                             the stat raises the next wake-up); the byte check and the read are
+                             one pread that starts at the remembered bytes.
 
 Lines are returned only when complete; a partial last line waits for its newline.
 The copytruncate race is inherent: lines written between logrotate's copy and its truncate
@@ -111,6 +113,7 @@ class FollowedFile:
             start_at_end = False
         self.buffer = LineBuffer(max_line_bytes)
         self._file: object | None = None
+        self._fd = -1  # the open file's descriptor, read with pread
         self._identity: tuple[int, int] | None = None
         self._offset = 0
         self._tail = b""  # the last bytes read, ending at _offset
@@ -121,7 +124,7 @@ class FollowedFile:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()  # type: ignore[attr-defined]
-            self._file = None
+            self._file, self._fd = None, -1
 
     def position(self) -> FilePosition | None:
         """Where reading stands, at the last complete line (None before the file was opened)."""
@@ -160,13 +163,22 @@ class FollowedFile:
         if self._file is None:
             if not self._open(identity, stat.st_size):
                 return
-        elif stat.st_size < self._offset or not self._tail_unchanged():
+            yield from self._drain()
+            return
+        fresh = self._read_new(stat.st_size)
+        if fresh is None:
             self.counters.truncations += 1
             yield from self._finish_copy()
             self.buffer.discard()  # the unfinished line was cut off by the truncation: it never ends
             self._seek(0)
             log.info("log file truncated, reading again from its start path=%s", self.path)
-        yield from self._drain()
+            yield from self._drain()
+        elif fresh:
+            block = self._take(fresh)
+            if block is not None:
+                yield block
+            if len(fresh) == READ_CHUNK:  # catching up: read on, chunk by chunk
+                yield from self._drain()
 
     def _resume_reading(self) -> Iterator[bytes | _FileReplaced]:
         """First poll after a restart: continue where the saved position says, wherever that file is now."""
@@ -222,7 +234,7 @@ class FollowedFile:
         except OSError:
             return False
         opened = os.fstat(handle.fileno())
-        self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
+        self._file, self._fd, self._identity = handle, handle.fileno(), (opened.st_dev, opened.st_ino)
         self._seek(offset)
         return True
 
@@ -235,7 +247,7 @@ class FollowedFile:
             self._error(error)
             return False
         opened = os.fstat(handle.fileno())
-        self._file, self._identity = handle, (opened.st_dev, opened.st_ino)
+        self._file, self._fd, self._identity = handle, handle.fileno(), (opened.st_dev, opened.st_ino)
         self._seek(0)  # forget the previous file's head and tail too
         if self._start_at_end:
             self._seek(opened.st_size)
@@ -243,8 +255,8 @@ class FollowedFile:
         return True
 
     def _seek(self, offset: int) -> None:
+        """Read on from `offset` (every read is a pread at our own offset: the handle's position is unused)."""
         assert self._file is not None
-        self._file.seek(offset)  # type: ignore[attr-defined]
         self._offset = offset
         self._tail = b""
         self._head = self._read_at(0, min(offset, FINGERPRINT_BYTES)) if offset else b""
@@ -254,30 +266,43 @@ class FollowedFile:
     def _read_at(self, offset: int, size: int) -> bytes:
         assert self._file is not None
         try:
-            return os.pread(self._file.fileno(), size, offset)  # type: ignore[attr-defined]
+            return os.pread(self._fd, size, offset)
         except OSError:
             return b""
 
-    def _tail_unchanged(self) -> bool:
-        if not self._tail:
-            return True
-        return self._read_at(self._offset - len(self._tail), len(self._tail)) == self._tail
+    def _read_new(self, size: int) -> bytes | None:
+        """What was appended after our offset (at most one chunk, up to `size` as just stat'ed); None
+        if the file was truncated or rewritten: shorter than our offset, or the bytes just before it
+        are no longer the ones we read. One pread does both: it starts at the remembered tail (a busy
+        file is read once per pass, so this is what following one costs in system calls)."""
+        if size < self._offset:
+            return None
+        tail = self._tail
+        data = self._read_at(self._offset - len(tail), len(tail) + min(size - self._offset, READ_CHUNK))
+        if not data.startswith(tail):
+            return None
+        return data[len(tail) :] if tail else data
+
+    def _take(self, chunk: bytes) -> bytes | None:
+        """Account for `chunk`, read at our offset; the complete lines it finishes (None: none yet)."""
+        if len(self._head) < FINGERPRINT_BYTES and self._offset == len(self._head):
+            self._head += chunk[: FINGERPRINT_BYTES - len(self._head)]
+        self._offset += len(chunk)
+        self._tail = chunk[-TAIL_CHECK_BYTES:] if len(chunk) >= TAIL_CHECK_BYTES else (self._tail + chunk)[-TAIL_CHECK_BYTES:]
+        return self.buffer.feed(chunk)
 
     def _drain(self) -> Iterator[bytes]:
+        """Read to the end of the open file (after a rotation, or to catch up)."""
         assert self._file is not None
         while True:
             try:
-                chunk = self._file.read(READ_CHUNK)  # type: ignore[attr-defined]
+                chunk = os.pread(self._fd, READ_CHUNK, self._offset)
             except OSError as error:
                 self._error(error)
                 return
             if not chunk:
                 return
-            if len(self._head) < FINGERPRINT_BYTES and self._offset == len(self._head):
-                self._head += chunk[: FINGERPRINT_BYTES - len(self._head)]
-            self._offset += len(chunk)
-            self._tail = (self._tail + chunk[-TAIL_CHECK_BYTES:])[-TAIL_CHECK_BYTES:]
-            block = self.buffer.feed(chunk)
+            block = self._take(chunk)
             if block is not None:
                 yield block
 

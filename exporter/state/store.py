@@ -95,6 +95,7 @@ class Store:
         self.version = 0  # bumped by every write: readers that cache (the /metrics body) know when to look again
         self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
         self._restored: dict[SeriesKey, SeriesMemory] = {}  # saved memories of series not seen yet
+        self._before_read: list[Callable[[], None]] = []
 
     def _series_of(self, key: SeriesKey) -> _Series:
         series = self._series.get(key)
@@ -104,6 +105,15 @@ class Store:
                 series.memory = self._restored.pop(key)
             self._enforce_cap()
         return series
+
+    def before_read(self, hook: Callable[[], None]) -> None:
+        """Call `hook` before every snapshot and export: a source that batches its records (the log
+        follower) hands them over then, so no reader ever sees a line read but not yet counted."""
+        self._before_read.append(hook)
+
+    def _complete(self) -> None:
+        for hook in self._before_read:
+            hook()
 
     def record_interval(self, interval: Interval) -> None:
         with self._lock:
@@ -152,6 +162,7 @@ class Store:
     def acknowledge(self, match: Mapping[str, str | None], identity: SpecIdentity | None = None) -> list[SeriesKey]:
         """Take what the matching series do now as their new normal. All or nothing: a filter that
         matches no series, or a config a matching series does not run, raises and changes nothing."""
+        self._complete()
         with self._lock:
             if self.health is None:
                 raise AcknowledgeError(409, "this sidecar keeps no references to acknowledge")
@@ -213,6 +224,7 @@ class Store:
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
+        self._complete()
         now = self.clock()
         with self._lock:
             series = tuple(
@@ -255,6 +267,7 @@ class Store:
 
     def export_memories(self) -> list[dict[str, object]]:
         """Each series' references and health history, for the state dir."""
+        self._complete()
         with self._lock:
             live = [{"key": _key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
             waiting = [{"key": _key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
@@ -282,6 +295,7 @@ class Store:
 
     def export_counters(self) -> dict[str, object]:
         """Every series' lifetime totals and every source's counters, for the state dir."""
+        self._complete()
         with self._lock:
             series = [{"key": _key_json(s.key), "totals": totals_json(s.lifetime), "variants": dict(s.variants)} for s in self._series.values()]
             sources = [
