@@ -13,8 +13,9 @@ import pytest
 
 from exporter.intervals.pipeline import pipelines_into
 from exporter.sources.linebuffer import LineBuffer, split_lines
-from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
+from exporter.sources.logfile import FILE_REPLACED, FollowedFile
 from exporter.sources.logsource import LogSource
+from exporter.sources.position import FilePosition
 from exporter.state.store import Store
 
 
@@ -264,8 +265,9 @@ def test_a_position_saved_by_an_older_version_still_resumes(tmp_path, follow):
     followed = follow(log, start_at_end=False)
     poll(followed)
     saved = followed.position().to_json()
-    assert "device" not in saved and "inode" not in saved  # no longer written: nothing read them
-    legacy = {**saved, "device": 2049, "inode": 1234}  # what versions before the stage folders wrote
+    assert "device" not in saved and saved["inode"] == log.stat().st_ino
+    del saved["inode"]  # what 0.2 wrote: first bytes only
+    legacy = {**saved, "device": 2049}  # and a key of the versions before the stage folders
     write(log, "c\n")
     resumed = follow(log, start_at_end=False, resume=FilePosition.from_json(legacy))
     assert poll(resumed) == ["c"]
@@ -292,3 +294,60 @@ def test_deferred_lines_are_handed_over_before_the_store_is_read(tmp_path):
     assert snapshot.series[0].lifetime.accepted_tokens == 2 * 2243
     assert [(s.upstream, s.up, s.spec_lines) for s in snapshot.sources] == [(str(log), False, 2)]
     source.stop()
+
+
+def rotate(log: Path, keep: int = 3) -> None:
+    """tests/workload.py's rename rotation: .2 → .3, .1 → .2, the log → .1, a new empty log."""
+    for index in range(keep - 1, 0, -1):
+        older = log.with_name(f"{log.name}.{index}")
+        if older.exists():
+            os.replace(older, log.with_name(f"{log.name}.{index + 1}"))
+    os.replace(log, log.with_name(f"{log.name}.1"))
+    log.touch()
+
+
+@pytest.mark.parametrize("rotations", [1, 2, 3])
+def test_resume_after_rotations_of_files_that_start_alike_reads_each_line_once(tmp_path, rotations):
+    """Log files often start with the same bytes; a position must resume in its own file, then read
+    every file rotated after it, then the current one (the kill -9 test under load lost these)."""
+    log = tmp_path / "vllm.log"
+    same_start = "the same first line of every file\n" * 10  # longer than the fingerprint
+    write(log, same_start + "old 1\n")
+    first = FollowedFile(str(log), start_at_end=False)
+    assert poll(first)[-1] == "old 1"
+    saved = first.position()
+    first.close()
+    write(log, "after the save\n")
+    for number in range(1, rotations + 1):
+        rotate(log)
+        write(log, same_start + f"file {number}\n")  # each as long as the saved offset, or longer
+    second = FollowedFile(str(log), start_at_end=False, resume=saved)
+    read = [line for line in poll(second) if line != "the same first line of every file"]
+    expected: list[object] = ["after the save"]
+    for number in range(1, rotations + 1):
+        expected += [FILE_REPLACED, f"file {number}"]
+    assert read == expected
+    assert second.counters.rotations == rotations
+    write(log, "later\n")
+    assert poll(second) == ["later"]
+    second.close()
+
+
+def test_resume_after_two_copytruncates_reads_the_first_copy_then_the_second(tmp_path):
+    log = tmp_path / "vllm.log"
+    write(log, "a\n" * 200)
+    first = FollowedFile(str(log), start_at_end=False)
+    poll(first)
+    saved = first.position()
+    first.close()
+    write(log, "late\n")
+    for number in (1, 2):
+        for index in (2, 1):
+            if (tmp_path / f"vllm.log.{index}").exists():
+                os.replace(tmp_path / f"vllm.log.{index}", tmp_path / f"vllm.log.{index + 1}")
+        (tmp_path / "vllm.log.1").write_bytes(log.read_bytes())  # logrotate copytruncate
+        write(log, "", mode="w")
+        write(log, f"after copy {number}\n")
+    second = FollowedFile(str(log), start_at_end=False, resume=saved)
+    assert poll(second) == ["late", FILE_REPLACED, "after copy 1", FILE_REPLACED, "after copy 2"]
+    second.close()

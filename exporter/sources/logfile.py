@@ -18,67 +18,41 @@ from file events or the polling timer — events are hints, never truth) we re-d
                              the stat raises the next wake-up); the byte check and the read are
                              one pread that starts at the remembered bytes.
 
-Lines are returned only when complete; a partial last line waits for its newline.
-The copytruncate race is inherent: lines written between logrotate's copy and its truncate
-exist only in the copy and are not seen here.
+After a restart, reading resumes at the saved position in the file it was taken in — same inode
+and first bytes, wherever it is now (.1, .2, …) — then reads every file rotated after it, oldest
+first by modification time, then the current file; for a copytruncate while stopped, in the oldest
+copy that starts like it. Lines are returned only when complete; a partial last line waits for
+its newline. Not recoverable: lines in files deleted or compressed while we were down; lines
+written between logrotate's copy and its truncate (they exist only in the copy); a file copied and
+truncated while we were down that regrew past our offset with the same first bytes (taken as ours).
 """
 
 from __future__ import annotations
 
 import errno
 import glob
-import hashlib
 import logging
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
 
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
+from exporter.sources.position import FilePosition, fingerprint_of, matches
 
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 1 << 20
 TAIL_CHECK_BYTES = 64  # how many bytes before the offset must still match to rule out a rewrite
-FINGERPRINT_BYTES = 256  # a file is recognised by its device, inode and first bytes (inodes get reused)
+FINGERPRINT_BYTES = 256  # a file is recognised by its inode and first bytes (inodes get reused)
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")  # rotated copies we cannot read as text
 
 
-@dataclass(frozen=True)
-class FilePosition:
-    """Where reading a file stopped: enough to resume it after a restart, even if it was rotated."""
-
-    path: str
-    fingerprint: str  # sha256 of the first `fingerprint_length` bytes
-    fingerprint_length: int
-    offset: int  # at a line boundary: an unfinished last line is read again
-    rotations: int = 0
-    truncations: int = 0
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, entry: Mapping[str, object]) -> FilePosition:
-        """Read a saved position; keys this version does not know (device and inode, written before
-        0.2) are passed over, so an upgrade resumes where the old version stopped. TypeError if
-        a field is missing."""
-        known = {name: entry[name] for name in cls.__dataclass_fields__ if name in entry}
-        return cls(**known)  # type: ignore[arg-type]
-
-
-def _fingerprint(handle: object, length: int) -> str:
-    data = os.pread(handle.fileno(), length, 0)  # type: ignore[attr-defined]
-    return hashlib.sha256(data).hexdigest()
-
-
-def _matches(path: str, position: FilePosition) -> bool:
-    """Is the file at `path` the one `position` was taken in (first bytes equal, long enough)?"""
+def _stat(path: str) -> os.stat_result | None:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(position.fingerprint_length)
-            size = os.fstat(handle.fileno()).st_size
+        return os.stat(path)
     except OSError:
-        return False
-    return len(data) == position.fingerprint_length and size >= position.offset and hashlib.sha256(data).hexdigest() == position.fingerprint
+        return None
 
 
 class _FileReplaced:
@@ -112,7 +86,7 @@ class FollowedFile:
             self.counters.rotations, self.counters.truncations = resume.rotations, resume.truncations
             start_at_end = False
         self.buffer = LineBuffer(max_line_bytes)
-        self._file: object | None = None
+        self._file: BinaryIO | None = None
         self._fd = -1  # the open file's descriptor, read with pread
         self._identity: tuple[int, int] | None = None
         self._offset = 0
@@ -123,7 +97,7 @@ class FollowedFile:
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()  # type: ignore[attr-defined]
+            self._file.close()
             self._file, self._fd = None, -1
 
     def position(self) -> FilePosition | None:
@@ -132,9 +106,9 @@ class FollowedFile:
             return self._resume
         committed = self._offset - self.buffer.pending
         length = min(committed, FINGERPRINT_BYTES)
-        return FilePosition(
-            self.path, _fingerprint(self._file, length), length, committed, self.counters.rotations, self.counters.truncations
-        )
+        counters = self.counters
+        fingerprint = fingerprint_of(self._file, length)
+        return FilePosition(self.path, fingerprint, length, committed, counters.rotations, counters.truncations, self._identity[1])
 
     def poll(self) -> Iterator[bytes | _FileReplaced]:
         """Yield the new complete lines as blocks (lines joined by b"\\n"), and FILE_REPLACED at a rotation."""
@@ -184,23 +158,58 @@ class FollowedFile:
         """First poll after a restart: continue where the saved position says, wherever that file is now."""
         position, self._resume = self._resume, None
         assert position is not None
-        if _matches(self.path, position):
+        if matches(self.path, position):
             if self._open_at(self.path, position.offset):
                 log.info("resuming log path=%s offset=%d", self.path, position.offset)
             return
-        # rotated while we were down: finish the old file (now a sibling such as .1) from the saved offset
-        for candidate in self._siblings(self.path):
-            if _matches(candidate, position) and self._open_at(candidate, position.offset):
-                log.info("finishing a file rotated while stopped rotated=%s offset=%d", candidate, position.offset)
+        # rotated while we were down: finish the old file (now a sibling such as .2) from the saved
+        # offset, then every file rotated after it (.1), oldest first, then the current one
+        siblings = self._siblings(self.path)
+        found = next((candidate for candidate in siblings if matches(candidate, position)), None)
+        if found is None and position.inode is not None and getattr(_stat(self.path), "st_ino", None) == position.inode:
+            # copied and truncated while we were down: the file stayed (emptied); our rest is in the
+            # oldest copy that still starts like it
+            copies = [(os.stat(c).st_mtime_ns, c) for c in siblings if matches(c, position, any_inode=True)]
+            found = min(copies, default=(0, None))[1]
+        if found is not None and self._open_at(found, position.offset):
+            try:  # the current file, held from now: a rotation during this catch-up cannot skip it
+                current: BinaryIO | None = open(self.path, "rb")  # noqa: SIM115 - becomes the followed file
+            except OSError:
+                current = None
+            log.info("finishing a file rotated while stopped rotated=%s offset=%d", found, position.offset)
+            for rotated in [found, *self._rotated_after(siblings, current)]:
+                if rotated != found and not self._open_at(rotated, 0):
+                    continue
                 yield from self._drain()
                 yield from self._flush()
                 self.close()
                 self.counters.rotations += 1
                 yield FILE_REPLACED
-                return
+            if current is not None:
+                self._adopt(current, 0)  # poll() reads it next, or finishes it if rotated meanwhile
+            return
         if os.path.exists(self.path):
             log.warning("saved log position matches no file; reading the current one from its start path=%s", self.path)
             self.counters.rotations += 1
+
+    def _rotated_after(self, siblings: list[str], current: BinaryIO | None) -> list[str]:
+        """The files rotated after the open (finished) one and before `current`, oldest first.
+
+        A rotated file is no longer written, so modification times order them whatever the naming
+        (.1 .2, dates, kubelet's symlink targets); compressed copies cannot be read and are skipped."""
+        assert self._file is not None
+        first = os.fstat(self._file.fileno())
+        last = os.fstat(current.fileno()) if current is not None else None
+        skip = {first.st_ino} | ({last.st_ino} if last is not None else set())
+        found = []
+        for candidate in siblings:
+            stat = _stat(candidate)
+            if stat is None or stat.st_ino in skip or candidate.endswith(_COMPRESSED) or not candidate.startswith(self.path):
+                continue
+            if first.st_mtime_ns <= stat.st_mtime_ns <= (last.st_mtime_ns if last is not None else stat.st_mtime_ns):
+                skip.add(stat.st_ino)  # a file twice among the siblings (a link) is read once
+                found.append((stat.st_mtime_ns, candidate))
+        return [candidate for _, candidate in sorted(found)]
 
     def _siblings(self, path: str) -> list[str]:
         """Files a rotation may have moved `path` to (path.1, path-2026…, path.gz is skipped by content)."""
@@ -233,10 +242,13 @@ class FollowedFile:
             handle = open(path, "rb")  # noqa: SIM115 - kept open across polls on purpose
         except OSError:
             return False
+        self._adopt(handle, offset)
+        return True
+
+    def _adopt(self, handle: BinaryIO, offset: int) -> None:
         opened = os.fstat(handle.fileno())
         self._file, self._fd, self._identity = handle, handle.fileno(), (opened.st_dev, opened.st_ino)
         self._seek(offset)
-        return True
 
     def _open(self, identity: tuple[int, int], size: int) -> bool:
         try:

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from exporter.config import LogFormat
 from exporter.records import HealthBoard, SourceStats
 from exporter.sources.consumer import LogConsumer, LogConsumerFactory
-from exporter.sources.logfile import FILE_REPLACED, FilePosition, FollowedFile
+from exporter.sources.logfile import FollowedFile
+from exporter.sources.position import FilePosition
 from exporter.sources.wake import EventWaker, Waker, file_waker
 
 log = logging.getLogger(__name__)
@@ -172,11 +173,11 @@ class LogSource:
         with self._pending_lock:
             if not self._pending:
                 self._pending_since = time.monotonic()
-            if item is FILE_REPLACED:
+            if not isinstance(item, bytes):  # FILE_REPLACED
                 self._pending.append((pipeline, None, 0.0))
                 return
-            self._pending.append((pipeline, item, self.clock()))  # type: ignore[arg-type]
-            self._pending_bytes += len(item)  # type: ignore[arg-type]
+            self._pending.append((pipeline, item, self.clock()))
+            self._pending_bytes += len(item)
             if self._pending_bytes >= DEFER_BYTES:
                 self._complete()
 

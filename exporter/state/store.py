@@ -26,8 +26,9 @@ from exporter.state.reference import (
     observe,
     switch_config,
 )
+from exporter.state.saved import entries, key_json, restore_source, series_json, source_json, totals_from_json
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
-from exporter.state.window import RollingWindow, Totals, plus_columns, timeline, totals_json
+from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
@@ -269,8 +270,8 @@ class Store:
         """Each series' references and health history, for the state dir."""
         self._complete()
         with self._lock:
-            live = [{"key": _key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
-            waiting = [{"key": _key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
+            live = [{"key": key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
+            waiting = [{"key": key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
             return [*live, *waiting]
 
     def import_memories(self, entries: list[Any]) -> int:
@@ -297,12 +298,8 @@ class Store:
         """Every series' lifetime totals and every source's counters, for the state dir."""
         self._complete()
         with self._lock:
-            series = [{"key": _key_json(s.key), "totals": totals_json(s.lifetime), "variants": dict(s.variants)} for s in self._series.values()]
-            sources = [
-                {"upstream": upstream, "kind": stats.kind, "lines": stats.lines, "spec_lines": stats.spec_lines,
-                 "problems": dict(stats.problems), "variants": dict(stats.variants), "resets": stats.resets}
-                for upstream, stats in self._sources.items()
-            ]
+            series = [series_json(s.key, s.lifetime, s.variants) for s in self._series.values()]
+            sources = [source_json(upstream, stats) for upstream, stats in self._sources.items()]
         return {"series": series, "sources": sources}
 
     def import_counters(self, saved: Mapping[str, object]) -> int:
@@ -310,15 +307,9 @@ class Store:
         restored = 0
         with self._lock:
             self.version += 1
-            for entry in _entries(saved, "series"):
+            for entry in entries(saved, "series"):
                 try:
-                    key = SeriesKey(**entry["key"])
-                    saved_totals = entry["totals"]
-                    totals = Totals(**{
-                        **saved_totals,
-                        "accepted_per_position": tuple(saved_totals["accepted_per_position"]),
-                        "draft_tokens_per_position": tuple(saved_totals.get("draft_tokens_per_position", ())),
-                    })
+                    key, totals = SeriesKey(**entry["key"]), totals_from_json(entry["totals"])
                 except (TypeError, KeyError):
                     continue
                 series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
@@ -326,13 +317,9 @@ class Store:
                 series.variants.update(entry.get("variants", {}))
                 self._series[key] = series
                 restored += 1
-            for entry in _entries(saved, "sources"):
-                if not isinstance(entry, dict) or "upstream" not in entry:
-                    continue
-                stats = self._sources.setdefault(entry["upstream"], SourceStats(kind=entry.get("kind", "log")))
-                stats.lines, stats.spec_lines, stats.resets = entry.get("lines", 0), entry.get("spec_lines", 0), entry.get("resets", 0)
-                stats.problems.update(entry.get("problems", {}))
-                stats.variants.update(entry.get("variants", {}))
+            for entry in entries(saved, "sources"):
+                if isinstance(entry, dict) and "upstream" in entry:
+                    restore_source(self._sources.setdefault(entry["upstream"], SourceStats(kind=entry.get("kind", "log"))), entry)
         return restored
 
     def _config_of(self, upstream: str) -> SpecConfig:
@@ -349,16 +336,6 @@ def _key_text(key: SeriesKey) -> str:
     return f"{key.model_name}/engine {key.engine}/{key.source}/{key.upstream}"
 
 
-def _key_json(key: SeriesKey) -> dict[str, str]:
-    return {"upstream": key.upstream, "model_name": key.model_name, "engine": key.engine, "source": key.source}
-
-
 def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:
     engine = int(key.engine) if key.engine.isdigit() else 1 << 30
     return (key.upstream, key.model_name, engine, key.engine, key.source)
-
-
-def _entries(saved: Mapping[str, object], name: str) -> list[Any]:
-    """A list from the saved state, or none (a hand-edited or foreign file must not stop a restart)."""
-    entries = saved.get(name, [])
-    return entries if isinstance(entries, list) else []

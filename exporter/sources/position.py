@@ -1,0 +1,72 @@
+"""Where reading a log file stopped, and how a file is recognised again after a restart.
+
+A file is recognised by its inode and its first bytes (inodes get reused; logs often start alike)
+and by being at least as long as the saved offset. sources/logfile.py uses this to resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import BinaryIO, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FilePosition:
+    """Where reading a file stopped: enough to resume it after a restart, even if it was rotated."""
+
+    path: str
+    fingerprint: str  # sha256 of the first `fingerprint_length` bytes
+    fingerprint_length: int
+    offset: int  # at a line boundary: an unfinished last line is read again
+    rotations: int = 0
+    truncations: int = 0
+    # the file's inode: first bytes alone are ambiguous (logs often start alike), and a rotation by
+    # rename keeps the inode; None in positions saved before 0.3 (matched by their first bytes only)
+    inode: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, object]) -> FilePosition:
+        """Read a saved position; keys this version does not know (an older version's `device`) are
+        passed over, so an upgrade resumes where the old version stopped. TypeError if a field is
+        missing or of the wrong type."""
+        inode = entry.get("inode")
+        return cls(
+            path=_typed(entry, "path", str), fingerprint=_typed(entry, "fingerprint", str),
+            fingerprint_length=_typed(entry, "fingerprint_length", int), offset=_typed(entry, "offset", int),
+            rotations=_typed(entry, "rotations", int, 0), truncations=_typed(entry, "truncations", int, 0),
+            inode=inode if isinstance(inode, int) else None,
+        )
+
+
+def _typed(entry: Mapping[str, object], name: str, kind: type[T], default: T | None = None) -> T:
+    value = entry.get(name, default)
+    if not isinstance(value, kind):
+        raise TypeError(f"saved position: {name} is {value!r}, not {kind.__name__}")
+    return value
+
+
+def fingerprint_of(handle: BinaryIO, length: int) -> str:
+    data = os.pread(handle.fileno(), length, 0)
+    return hashlib.sha256(data).hexdigest()
+
+
+def matches(path: str, position: FilePosition, *, any_inode: bool = False) -> bool:
+    """Is the file at `path` the one `position` was taken in (same inode unless `any_inode`, first
+    bytes equal, long enough)? `any_inode` recognises a copy of it (copytruncate)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(position.fingerprint_length)
+            stat = os.fstat(handle.fileno())
+    except OSError:
+        return False
+    same_file = any_inode or position.inode in (None, stat.st_ino)
+    fingerprint = len(data) == position.fingerprint_length and hashlib.sha256(data).hexdigest() == position.fingerprint
+    return same_file and fingerprint and stat.st_size >= position.offset
