@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from exporter import __version__
 from exporter import metric_names as names
-from exporter.config import DeriveSettings, ExpositionSettings, parse_duration
+from exporter.config import DeriveSettings, ExpositionSettings
 from exporter.expose.body import Body, Owner
 from exporter.expose.labels import clean
 from exporter.expose.lines import Add, Info, Lines, header
@@ -129,7 +129,7 @@ class MetricsRenderer:
         return self.render_bytes(gzip)
 
     def _owners(self, snapshot: Snapshot) -> list[Owner]:
-        windows = sorted(self.store.window_seconds, key=parse_duration)
+        windows = sorted(self.store.window_seconds, key=self.store.window_seconds.__getitem__)
         judged = judged_window(self.settings, self.store.window_seconds)
         exposed = self.exposition.windows(windows, judged)
         stale = stale_upstreams(snapshot, self.settings.stale_after)

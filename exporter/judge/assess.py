@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.config import DeriveSettings, parse_duration
+from exporter.config import DeriveSettings
 from exporter.intervals.draft_length import unknown_drafts_reason
 from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import reference_baseline
@@ -63,7 +63,7 @@ def baseline_for(series: SeriesSnapshot, span: str, settings: DeriveSettings) ->
         return reference_baseline(ready) if ready is not None else None  # still learning: no relative verdict
     if not series.windows:
         return None
-    longest = max(series.windows, key=parse_duration)
+    longest = max(series.windows, key=lambda name: series.window_seconds.get(name, 0.0))
     if longest == span:
         return None
     return as_baseline(derive(series.windows[longest], settings.cost_for(series.config.method, series.key.model_name)), f"{longest} window")

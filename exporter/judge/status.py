@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from exporter.config import DeriveSettings, parse_duration
+from exporter.config import DeriveSettings
 from exporter.judge.assess import assess
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived
@@ -147,7 +147,7 @@ def snapshot_report(
     pairs: Iterable[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """All series (over their lifetime, or over each window in `spans`) plus source counters."""
-    names = ["lifetime"] if not spans else sorted(spans, key=parse_duration)
+    names = ["lifetime"] if not spans else sorted(spans, key=spans.__getitem__)
     up = {source.upstream: source.up for source in snapshot.sources}
     series = [series_report(s, settings, span=name) for s in snapshot.series for name in names]
     for entry in series:
@@ -176,7 +176,7 @@ def snapshot_report(
                 "model_name": gap.model_name,
                 "engine": gap.engine,
                 "window": gap.window,
-                "window_seconds": parse_duration(gap.window),
+                "window_seconds": snapshot.window_seconds.get(gap.window),
                 "quantity": gap.quantity,
                 "reference": round(gap.reference_value, 6),
                 "compared": round(gap.compared_value, 6),

@@ -6,7 +6,7 @@ The exporter, the status API and analyze each read one Snapshot, so a scrape see
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exporter.records import SampledValues, SeriesKey, SpecConfig
 from exporter.state.reference import ReferenceRule, SeriesMemory
@@ -25,6 +25,8 @@ class SeriesSnapshot:
     memory: SeriesMemory | None = None  # the reference and health history (None: the store keeps none)
     recent: Totals | None = None  # the judged window as of the series' last interval (its own clock)
     reference_rule: ReferenceRule | None = None
+    # each window's length, typed once where the flags are read: stages never parse a window's name
+    window_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +55,4 @@ class Snapshot:
     sources: tuple[SourceSnapshot, ...]
     series_dropped: int
     samples: tuple[SampledValues, ...] = ()
+    window_seconds: Mapping[str, float] = field(default_factory=dict)  # each window's length

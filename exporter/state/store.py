@@ -240,6 +240,7 @@ class Store:
                     memory=s.memory if self.health is not None else None,
                     recent=s.recent.totals(s.memory.last_at) if self.health is not None and s.memory.last_at is not None else None,
                     reference_rule=self.health.rule if self.health is not None else None,
+                    window_seconds=self.window_seconds,
                 )
                 for s in sorted(self._series.values(), key=lambda s: _sort_key(s.key))
             )
@@ -264,7 +265,9 @@ class Store:
                 for upstream, stats in sorted(self._sources.items())
             )
             samples = tuple(sorted(self._samples.values(), key=lambda s: _sort_key(s.key)))
-            return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples)
+            return Snapshot(
+            taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples, window_seconds=self.window_seconds
+        )
 
     def export_memories(self) -> list[dict[str, object]]:
         """Each series' references and health history, for the state dir."""
