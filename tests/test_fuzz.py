@@ -21,7 +21,7 @@ from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.parse.exposition import ExpositionError, parse_exposition
 from exporter.records import RawLine
 
-EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 LOG_LINES = [line for line in (CAPTURE / "server.log").read_bytes().decode().split("\n") if "metrics:" in line or "Engine 0" in line or "args" in line][:40]

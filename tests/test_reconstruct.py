@@ -85,7 +85,7 @@ def spec_intervals(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     return drafts, k, counts, draft_tokens
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(spec_intervals())
 def test_error_bound_holds_for_any_counts(case):
     drafts, k, counts, draft_tokens = case

@@ -43,6 +43,7 @@ def analyzed(path: str, rule: ReferenceRule | None = None) -> dict[str, Any]:
     return series  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow  # analyze over days of generated log
 @pytest.mark.parametrize("hours", [26, 74])
 def test_a_drop_that_lasts_days_stays_degraded_since_it_began(tmp_path, hours):
     series = analyzed(write(tmp_path, [Phase(0, K15), Phase(2 * HOUR, K15, factor=0.6)], hours))
@@ -58,6 +59,7 @@ def test_a_drop_that_lasts_days_stays_degraded_since_it_began(tmp_path, hours):
     assert span["ongoing"] and span["start"] == series["health_since"]
 
 
+@pytest.mark.slow  # analyze over days of generated log
 def test_74_hours_healthy_with_noise_are_never_degraded(tmp_path):
     series = analyzed(write(tmp_path, [Phase(0, K15)], 74, workload_noise=0.08, seed=5))
     assert series["health"] in ("ok", "wasteful")

@@ -162,7 +162,7 @@ def drafted(data: st.DataObject, k: int, full: bool) -> tuple[int, int, int, lis
     return drafts, draft_tokens, accepted, per_position
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data(), k=st.integers(1, 8), method=st.sampled_from(["eagle", "eagle3", "mtp", "dspark", "ngram"]))
 def test_a_v1b_line_gives_t_over_k_exactly_when_the_drafter_fills_k(data, k, method):
     version = data.draw(st.sampled_from(["0.8.4", "0.33.0"]))
@@ -180,7 +180,7 @@ def test_a_v1b_line_gives_t_over_k_exactly_when_the_drafter_fills_k(data, k, met
         assert interval.drafts is None and interval.drafts_range is None  # variable-length: unknown, not a guess
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data(), k=st.integers(1, 8))
 def test_a_v1e_line_of_a_fixed_length_drafter_pins_d_and_keeps_a_i_in_the_bound(data, k):
     drafts, draft_tokens, accepted, per_position = drafted(data, k, True)
