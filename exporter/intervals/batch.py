@@ -256,15 +256,5 @@ def deliver(result: BlockResult, sink: RecordSink, upstream: str) -> BlockResult
                 for interval in item.intervals():
                     sink.record_interval(interval)
             continue
-        result.spec_lines += item.spec_line
-        if item.variant is not None:
-            result.variants[item.variant] += 1
-        if item.problem is not None:
-            result.problems[item.problem.reason] += 1
-        if item.config is not None:
-            sink.record_config(upstream, item.config)
-        if item.interval is not None:
-            sink.record_interval(item.interval)
-        if item.sample is not None:
-            sink.record_sample(item.sample)
+        result.spec_lines += item.deliver(sink, upstream, result.variants, result.problems)
     return result

@@ -14,6 +14,7 @@ What a single line cannot tell, this keeps per upstream:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -34,7 +35,7 @@ from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
 from exporter.plugin.records import VERSION as PLUGIN_RECORD_VERSION
 from exporter.plugin.records import PluginConfig, RecordError
 from exporter.plugin.records import decode as decode_plugin_record
-from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, SampledValues, SeriesKey, SpecConfig
+from exporter.records import Interval, ParsedSpecLine, ParseProblem, RawLine, RecordSink, SampledValues, SeriesKey, SpecConfig
 
 UNKNOWN_MODEL = "unknown"
 PLUGIN_VARIANT = f"plugin-v{PLUGIN_RECORD_VERSION}"  # the `format` label of plugin records
@@ -55,6 +56,21 @@ class LineOutcome:
     spec_line: bool = False  # a spec-decode line was recognised (used or not)
     variant: str | None = None
     sample: SampledValues | None = None
+
+    def deliver(self, sink: RecordSink, upstream: str, variants: Counter[str], problems: Counter[str]) -> bool:
+        """Hand the line's records to `sink` and count its layout and problem; True for a spec line.
+        The one place both the streaming and the batch path turn an outcome into store writes."""
+        if self.variant is not None:
+            variants[self.variant] += 1
+        if self.problem is not None:
+            problems[self.problem.reason] += 1
+        if self.config is not None:
+            sink.record_config(upstream, self.config)
+        if self.interval is not None:
+            sink.record_interval(self.interval)
+        if self.sample is not None:
+            sink.record_sample(self.sample)
+        return self.spec_line
 
 
 _NOTHING = LineOutcome()

@@ -101,20 +101,9 @@ class LogPipeline:
         last_spec: float | None = None
         interpreter, upstream, sink = self.interpreter, self.upstream, self.sink
         for text, stamp in texts:  # the interpreter passes over lines without a marker at once
-            outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
-            if outcome.spec_line:
+            if interpreter.feed(RawLine(upstream, text, read_at, stamp)).deliver(sink, upstream, variants, problems):
                 spec += 1
                 last_spec = read_at
-            if outcome.variant is not None:
-                variants[outcome.variant] += 1
-            if outcome.problem is not None:
-                problems[outcome.problem.reason] += 1
-            if outcome.config is not None:
-                sink.record_config(upstream, outcome.config)
-            if outcome.interval is not None:
-                sink.record_interval(outcome.interval)
-            if outcome.sample is not None:
-                sink.record_sample(outcome.sample)
         if count:
             sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
         return count
