@@ -45,16 +45,17 @@ class IntervalColumns:
     def __len__(self) -> int:
         return len(self.ends)
 
-    def intervals(self) -> list[Interval]:
+    def intervals(self, first: int = 0, stop: int | None = None) -> list[Interval]:
+        """The Interval records of rows first … stop − 1 (all by default)."""
         def known(values: np.ndarray) -> list[float | None]:
-            return [None if math.isnan(value) else value for value in values.tolist()]
+            return [None if math.isnan(value) else value for value in values[first:stop].tolist()]
 
-        rows = zip(self.ends.tolist(), known(self.starts), known(self.seconds), self.draft_tokens.tolist(), self.accepted.tolist(),
-                   self.drafts.tolist(), self.positions.tolist(), self.ks.tolist(), self.low.tolist(), self.high.tolist(), strict=True)
+        rows = zip(*(column[first:stop].tolist() for column in (self.ends, self.draft_tokens, self.accepted, self.drafts, self.positions, self.ks,
+                                                                 self.low, self.high)), known(self.starts), known(self.seconds), strict=True)
         return [
             Interval(key=self.key, end=end, start=start, seconds=seconds, draft_tokens=t, accepted_tokens=a, drafts=d,
                      accepted_per_position=tuple(positions[:k]), k=k, drafts_range=(low, high), variant=self.variant)
-            for end, start, seconds, t, a, d, positions, k, low, high in rows
+            for end, t, a, d, positions, k, low, high, start, seconds in rows
         ]
 
     def sums(self) -> ColumnSums:

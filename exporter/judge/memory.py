@@ -8,6 +8,7 @@ as a function (`health_memory`). The same `judge` runs for /metrics, /api/v1/sta
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from exporter.config import DeriveSettings
 from exporter.judge.derive import derive
@@ -16,6 +17,11 @@ from exporter.records import SeriesKey, SpecConfig
 from exporter.state.reference import Profile, ReferenceRule, SeriesMemory
 from exporter.state.store import HealthMemory
 from exporter.state.window import Totals
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from exporter.state.remember import WindowSums
 
 
 def _utc(at: float | None) -> str:
@@ -45,7 +51,12 @@ def health_memory(settings: DeriveSettings, rule: ReferenceRule, window_seconds:
         baseline = Baseline(length, float(reference.drafts), "") if reference is not None and length is not None else None  # only the state is kept
         return judge(current, baseline, settings.thresholds).state
 
-    return HealthMemory(judge_state, window_seconds, rule)
+    def judge_many(key: SeriesKey, config: SpecConfig, sums: WindowSums, reference_length: np.ndarray, reference_drafts: np.ndarray) -> np.ndarray:
+        from exporter.judge.verdict_columns import judge_states  # numpy only where blocks are batched
+
+        return judge_states(sums, reference_length, reference_drafts, settings.thresholds, settings.cost_for(config.method, key.model_name))
+
+    return HealthMemory(judge_state, window_seconds, rule, judge_many)
 
 
 def health_since(memory: SeriesMemory | None, state: str) -> float | None:

@@ -228,6 +228,38 @@ def observe(memory: SeriesMemory, interval: Interval, state: str, rule: Referenc
     return memory
 
 
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """What `observe` does with one more interval judged the same as the last, while its end is
+    before `origin + seconds`: `last_at` moves and `learns` ("reference", "pending" or None) pools
+    the interval in. From the first end at or past that point (a recovery that completes, a hold
+    that ends) an interval changes more and must be observed on its own."""
+
+    learns: str | None
+    origin: float = 0.0
+    seconds: float = float("inf")
+
+
+def repeat_of(memory: SeriesMemory, state: str, rule: ReferenceRule) -> Repeat | None:
+    """How further intervals judged `state` change a memory that `observe` just left after one
+    judged so (the batch path applies them at once: exporter/state/remember.py); None when the
+    memory is in no such shape. tests/test_remember.py checks each answer against `observe`."""
+    if state not in HEALTHY and state not in UNHEALTHY:
+        return Repeat(None) if memory.quiet_since is not None else None
+    if memory.quiet_since is not None:
+        return None
+    if state in HEALTHY and memory.state in UNHEALTHY:  # recovering: nothing is learned until it holds
+        return Repeat(None, memory.recovering_since, rule.recovery_seconds) if memory.recovering_since is not None else None
+    if state != memory.state or memory.recovering_since is not None:
+        return None
+    if state in HEALTHY:
+        settled = memory.unhealthy_since is None and not memory.pending.buckets and (not memory.spans or memory.spans[-1][1] is not None)
+        return Repeat("reference") if settled else None
+    if memory.unhealthy_since is None or not memory.spans or memory.spans[-1][1] is not None or (state == "broken" and memory.spans[-1][2] != "broken"):
+        return None
+    return Repeat("pending", memory.unhealthy_since, rule.hold_seconds) if rule.hold_seconds > 0 else Repeat("pending")
+
+
 def adopt(memory: SeriesMemory, how: str, at: float, rule: ReferenceRule, recent: Totals | None = None) -> SeriesMemory:
     """Take what the series does now as its new normal (after the hold, or acknowledged): the
     traffic since it went unhealthy when that is enough evidence, else the judged window's."""

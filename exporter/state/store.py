@@ -31,14 +31,16 @@ from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from exporter.intervals.columns import IntervalColumns
+    from exporter.state.remember import WindowSums
 
 log = logging.getLogger(__name__)
 
 JudgeState = Callable[[SeriesKey, SpecConfig, Totals, Profile | None], str]  # the judge stage's verdict, injected
-
-if TYPE_CHECKING:
-    from exporter.intervals.columns import IntervalColumns
+# the same verdict for many judged windows at once (reference L, nan: none ready; reference D), for the batch path
+JudgeMany = Callable[[SeriesKey, SpecConfig, "WindowSums", "np.ndarray", "np.ndarray"], "np.ndarray"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class HealthMemory:
     judge: JudgeState
     window_seconds: float = 300.0
     rule: ReferenceRule = field(default_factory=ReferenceRule)
+    judge_many: JudgeMany | None = None  # without it, the batch path judges one interval at a time
 
 
 class AcknowledgeError(ValueError):
@@ -133,32 +136,69 @@ class Store:
             series = self._series_of(columns.key)
             series.lifetime = plus_columns(series.lifetime, columns)
             series.variants[columns.variant] += len(columns)
-            self._keep(series, columns.intervals() if series.windows or self.health is not None else ())
+            if series.windows:
+                self._keep(series, columns.intervals(), remember=False)
+            if self.health is not None and not self._remember_columns(series, columns):
+                self._keep(series, columns.intervals(), windows=False)
+            series.last_update = self.clock()
 
-    def _keep(self, series: _Series, intervals: Iterable[Interval]) -> None:
+    def _keep(self, series: _Series, intervals: Iterable[Interval], *, windows: bool = True, remember: bool = True) -> None:
         for interval in intervals:
-            for window in series.windows.values():
-                window.add(interval)
-            if self.health is not None:
+            if windows:
+                for window in series.windows.values():
+                    window.add(interval)
+            if remember and self.health is not None:
                 self._remember(series, interval)
         series.last_update = self.clock()
 
     def _remember(self, series: _Series, interval: Interval) -> None:
         """Judge the window that ends with `interval` against the reference, and learn or freeze."""
         assert self.health is not None
-        config = self._config_of(series.key.upstream)
-        memory, switched = switch_config(series.memory, SpecIdentity.of(config, interval.k), interval.end)
-        if switched:
-            series.recent = RollingWindow(self._judged_seconds)  # the old config's traffic says nothing of the new
-            log.info("speculative config changed series=%s config=%s: a new reference", _key_text(series.key), memory.identity.describe())
+        config = self._switch(series, interval)
         series.recent.add(interval)
         recent = series.recent.totals(interval.end)
-        state = self.health.judge(series.key, config, recent, memory.ready(self.health.rule))
-        before = memory.adopted
-        series.memory = observe(memory, interval, state, self.health.rule)
-        if series.memory.adopted != before and series.memory.adopted and series.memory.adopted[0] == "hold":
+        state = self.health.judge(series.key, config, recent, series.memory.ready(self.health.rule))
+        series.memory = self._observe(series.key, series.memory, interval, state)
+
+    def _remember_columns(self, series: _Series, columns: IntervalColumns) -> bool:
+        """_remember for every interval of `columns` at once (state/remember.py); False, having
+        changed nothing the one-by-one path would not, where the block is not one it covers."""
+        assert self.health is not None
+        judge_many = self.health.judge_many
+        if judge_many is None:
+            return False
+        from exporter.state.remember import remember_columns  # numpy only where blocks are batched
+
+        config = self._switch(series, columns.intervals(0, 1)[0])
+        earlier, width = series.recent.held()
+        done = remember_columns(
+            series.memory, earlier, width, columns, lambda sums, length, drafts: judge_many(series.key, config, sums, length, drafts),
+            lambda memory, interval, state: self._observe(series.key, memory, interval, state), self.health.rule, self._judged_seconds,
+        )
+        if done is None:
+            return False
+        series.memory, held = done
+        series.recent = RollingWindow(self._judged_seconds)
+        for interval in held:
+            series.recent.add(interval)
+        return True
+
+    def _switch(self, series: _Series, interval: Interval) -> SpecConfig:
+        """Follow a change of speculative config at `interval`; the upstream's config."""
+        config = self._config_of(series.key.upstream)
+        series.memory, switched = switch_config(series.memory, SpecIdentity.of(config, interval.k), interval.end)
+        if switched:
+            series.recent = RollingWindow(self._judged_seconds)  # the old config's traffic says nothing of the new
+            log.info("speculative config changed series=%s config=%s: a new reference", _key_text(series.key), series.memory.identity.describe())
+        return config
+
+    def _observe(self, key: SeriesKey, memory: SeriesMemory, interval: Interval, state: str) -> SeriesMemory:
+        assert self.health is not None
+        observed = observe(memory, interval, state, self.health.rule)
+        if observed.adopted != memory.adopted and observed.adopted and observed.adopted[0] == "hold":
             log.warning("series=%s unhealthy longer than the hold (%.0f s): its current acceptance is the new normal",
-                        _key_text(series.key), self.health.rule.hold_seconds)
+                        _key_text(key), self.health.rule.hold_seconds)
+        return observed
 
     def acknowledge(self, match: Mapping[str, str | None], identity: SpecIdentity | None = None) -> list[SeriesKey]:
         """Take what the matching series do now as their new normal. All or nothing: a filter that

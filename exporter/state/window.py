@@ -95,6 +95,11 @@ class RollingWindow:
         self._intervals.append(interval)
         self._totals = self._totals.plus(interval)
 
+    def held(self) -> tuple[tuple[Interval, ...], int]:
+        """The intervals held (not yet evicted) and the width of their summed A_i, which keeps the
+        widest k seen until the window empties (the batch path's memory must start from both)."""
+        return tuple(self._intervals), len(self._totals.accepted_per_position)
+
     def recent(self, limit: int) -> tuple[Interval, ...]:
         """The last `limit` intervals still in the window (call after `totals`, which evicts)."""
         return tuple(self._intervals)[-limit:]

@@ -1,0 +1,217 @@
+"""The verdict's memory over a block of one series' intervals at once (the batch path).
+
+One interval at a time, the store judges the window that ends with it against the series'
+reference and lets `observe` learn or freeze (state/reference.py): some 70 µs per interval, most
+of analyze's time on a long log. Here the same memory moves by runs instead:
+
+  * the judged window of every interval comes from prefix sums of D, A, T and A_i;
+  * the verdicts of a stretch come from one vectorised call (judge/verdict_columns.py), judged
+    against the reference the stretch would see: frozen, or learning every interval that looks
+    healthy when judged without one (only a reference can turn such an interval degraded);
+  * the first interval of each run of equal verdicts goes through `observe` itself; the rest of
+    the run is applied as `repeat_of` says, with one pooled learn (`pool`, which is Profile.learn
+    over many intervals) — until a recovery or a hold would complete, which `observe` takes again;
+  * where `observe` shows the stretch's assumption wrong (the memory froze, thawed or adopted a
+    new normal), the verdicts from there on are computed again.
+
+The result is the memory and judged window that one interval at a time leaves
+(tests/test_remember.py). Blocks this does not cover (k changing within the block, time running
+backwards, a window holding intervals of another layout) return None: the caller goes one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from exporter.records import Interval
+from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, _add, repeat_of
+
+if TYPE_CHECKING:
+    from exporter.intervals.columns import IntervalColumns
+
+FIRST_STRETCH = 256  # verdicts computed ahead after the assumption broke; doubled while it holds
+
+
+@dataclass(frozen=True)
+class WindowSums:
+    """D, A, T and A_i (one column per position) summed over each interval's judged window."""
+
+    drafts: np.ndarray
+    accepted: np.ndarray
+    draft_tokens: np.ndarray
+    positions: np.ndarray
+
+    def rows(self, first: int, stop: int) -> WindowSums:
+        return WindowSums(self.drafts[first:stop], self.accepted[first:stop], self.draft_tokens[first:stop], self.positions[first:stop])
+
+
+# the verdict of each window, judged against (reference L, nan when none is ready; reference D)
+JudgeWindows = Callable[[WindowSums, np.ndarray, np.ndarray], np.ndarray]
+Observe = Callable[[SeriesMemory, Interval, str], SeriesMemory]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The judged window's earlier intervals, then the block's, as columns."""
+
+    ends: np.ndarray
+    starts: np.ndarray  # nan: unknown
+    drafts: np.ndarray
+    accepted: np.ndarray
+    draft_tokens: np.ndarray
+    positions: np.ndarray
+
+    @classmethod
+    def of(cls, earlier: Sequence[Interval], columns: IntervalColumns, width: int, last_at: float | None) -> _Rows | None:
+        k = int(columns.ks[0])
+        if (columns.ks != k).any() or width not in (0, k) or len(columns.positions[0]) != k:
+            return None
+        if any(i.drafts is None or i.emitted_tokens is not None or i.draft_tokens_per_position or len(i.accepted_per_position) != k for i in earlier):
+            return None
+        ends = np.concatenate(([i.end for i in earlier], columns.ends))
+        if (np.diff(ends) < 0).any() or (last_at is not None and ends[len(earlier)] < last_at):
+            return None
+        return cls(
+            ends=ends,
+            starts=np.concatenate(([np.nan if i.start is None else i.start for i in earlier], columns.starts)),
+            drafts=np.concatenate(([i.drafts or 0 for i in earlier], columns.drafts)).astype(np.int64),
+            accepted=np.concatenate(([i.accepted_tokens for i in earlier], columns.accepted)).astype(np.int64),
+            draft_tokens=np.concatenate(([i.draft_tokens for i in earlier], columns.draft_tokens)).astype(np.int64),
+            positions=np.concatenate((np.array([i.accepted_per_position for i in earlier], dtype=np.int64).reshape(-1, k), columns.positions)),
+        )
+
+    def windows(self, first: int, seconds: float) -> tuple[WindowSums, np.ndarray]:
+        """Sums over the window ending at each row from `first` on, and where each window starts:
+        RollingWindow evicts the intervals that ended at or before end − seconds."""
+        starts = np.searchsorted(self.ends, self.ends[first:] - seconds, side="right")
+        rows = np.arange(first + 1, len(self.ends) + 1)
+
+        def summed(column: np.ndarray) -> np.ndarray:
+            prefix = np.concatenate((np.zeros((1, *column.shape[1:]), np.int64), np.cumsum(column, axis=0)))
+            total: np.ndarray = prefix[rows] - prefix[starts]
+            return total
+
+        return WindowSums(summed(self.drafts), summed(self.accepted), summed(self.draft_tokens), summed(self.positions)), starts
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A profile after learning many rows, and its (D, A) sums before each of them."""
+
+    profile: Profile
+    learned: np.ndarray  # the rows learn() took (those with drafts), in order
+    drafts: np.ndarray  # D before learned[p], for p = 0 … len(learned) (the last: after them all)
+    accepted: np.ndarray
+
+    def before(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(D, A) of the profile as each row first … stop − 1 is judged."""
+        at = np.searchsorted(self.learned, np.arange(first, stop), side="left")
+        return self.drafts[at], self.accepted[at]
+
+
+def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> Pooled:
+    """`profile.learn` of each chosen row in order, at once (rows end in order: buckets are runs)."""
+    learned = chosen[rows.drafts[chosen] > 0]  # learn() passes over an interval without drafts
+    if not len(learned):
+        return Pooled(profile, learned, np.array([profile.drafts]), np.array([profile.accepted]))
+    old = list(profile.buckets)
+    ends, horizons = rows.ends[learned], rows.ends[learned] - rule.window_seconds
+    # new buckets as (start, first, stop) over `learned`; the old last bucket takes rows while they end before its start + a bucket
+    at = int(np.searchsorted(ends, old[-1].start + rule.bucket_seconds, side="left")) if old else 0
+    merged, spans = at, []
+    while at < len(learned):
+        row = learned[at]
+        start = float(rows.ends[row] if np.isnan(rows.starts[row]) else rows.starts[row])
+        stop = max(at + 1, int(np.searchsorted(ends, start + rule.bucket_seconds, side="left")))
+        spans.append((start, at, stop))
+        at = stop
+    drafts, accepted, positions = rows.drafts[learned], rows.accepted[learned], rows.positions[learned]
+    buckets, closed = list(old), [-1] * len(old)  # closed: the learned position after which a bucket takes no more rows
+    if merged:
+        last = old[-1]
+        buckets[-1] = Bucket(last.start, max(last.end, float(ends[merged - 1])), last.drafts + int(drafts[:merged].sum()),
+                             last.accepted + int(accepted[:merged].sum()), _add(last.accepted_per_position, tuple(positions[:merged].sum(axis=0).tolist())))
+        closed[-1] = merged - 1
+    if spans:
+        cuts = [first for _, first, _ in spans]
+        sums = (np.add.reduceat(column, cuts, axis=0).tolist() for column in (drafts, accepted, positions))
+        for (start, _, stop), d, a, p in zip(spans, *sums, strict=True):
+            buckets.append(Bucket(start, float(ends[stop - 1]), d, a, tuple(p)))
+            closed.append(stop - 1)
+    # a bucket leaves at the first learn whose horizon reaches its final end (the newest one stays)
+    leaves = [max(after + 1, int(np.searchsorted(horizons, b.end, side="left"))) for b, after in zip(buckets, closed, strict=True)]
+    leaves[-1] = len(learned)
+    gone_drafts, gone_accepted = np.zeros(len(learned) + 1, np.int64), np.zeros(len(learned) + 1, np.int64)
+    for bucket, leave in zip(buckets, leaves, strict=True):
+        if leave < len(learned):
+            gone_drafts[leave + 1] += bucket.drafts
+            gone_accepted[leave + 1] += bucket.accepted
+    kept = Profile(tuple(b for b, leave in zip(buckets, leaves, strict=True) if leave >= len(learned)))
+    return Pooled(
+        kept, learned,
+        profile.drafts + np.concatenate(([0], np.cumsum(drafts))) - np.cumsum(gone_drafts),
+        profile.accepted + np.concatenate(([0], np.cumsum(accepted))) - np.cumsum(gone_accepted),
+    )
+
+
+def remember_columns(
+    memory: SeriesMemory, earlier: Sequence[Interval], width: int, columns: IntervalColumns,
+    judge: JudgeWindows, observe: Observe, rule: ReferenceRule, window_seconds: float,
+) -> tuple[SeriesMemory, list[Interval]] | None:
+    """The memory after every interval of `columns`, and the intervals then in the judged window;
+    None when the block is not one this covers. `earlier` and `width` are the judged window's
+    intervals and position width before the block."""
+    rows = _Rows.of(earlier, columns, width, memory.last_at) if window_seconds > 0 and rule.window_seconds > 0 and len(columns) else None
+    if rows is None:
+        return None
+    base, n = len(earlier), len(columns)
+    sums, window_starts = rows.windows(base, window_seconds)
+    looks_healthy = np.isin(judge(sums, np.full(n, np.nan), np.zeros(n, np.int64)), tuple(HEALTHY))
+    at, stretch = 0, FIRST_STRETCH
+    while at < n:
+        stop = min(n, at + stretch)
+        learning = memory.state not in UNHEALTHY
+        stretch_rows = base + np.arange(at, stop)
+        pooled = pool(memory.reference, rows, stretch_rows[looks_healthy[at:stop]] if learning else stretch_rows[:0], rule)
+        ref_drafts, ref_accepted = pooled.before(base + at, base + stop)
+        ready = (ref_drafts >= rule.min_drafts) & (ref_drafts > 0)
+        lengths = np.where(ready, 1.0 + ref_accepted / np.where(ready, ref_drafts, 1), np.nan)
+        judged = judge(sums.rows(at, stop), lengths, ref_drafts)
+        states = judged.tolist()  # str, as the scalar judge says it
+        changes = np.flatnonzero(judged[1:] != judged[:-1]) + 1  # where a run of equal verdicts begins
+        row = at
+        while row < stop:
+            state = states[row - at]
+            memory = observe(memory, columns.intervals(row, row + 1)[0], state)
+            row += 1
+            if (memory.state not in UNHEALTHY) != learning or (
+                row < stop and (memory.reference.drafts, memory.reference.accepted) != (ref_drafts[row - at], ref_accepted[row - at])
+            ):
+                break  # the stretch's assumption about the reference no longer holds: judge again from here
+            next_change = int(np.searchsorted(changes, row - at, side="left"))
+            repeat, run_end = repeat_of(memory, state, rule), at + (int(changes[next_change]) if next_change < len(changes) else stop - at)
+            if repeat is not None and run_end > row:
+                crossing = np.flatnonzero(rows.ends[base + row : base + run_end] - repeat.origin >= repeat.seconds)
+                until = row + (int(crossing[0]) if len(crossing) else run_end - row)
+                if until > row:
+                    memory = _repeated(memory, repeat.learns, rows, base + np.arange(row, until), rule)
+                    row = until
+        else:
+            at, stretch = stop, stretch * 2
+            continue
+        at, stretch = row, FIRST_STRETCH
+    last = int(window_starts[-1])
+    return memory, list(earlier[last:]) + columns.intervals(max(0, last - base))
+
+
+def _repeated(memory: SeriesMemory, learns: str | None, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> SeriesMemory:
+    last_at = float(rows.ends[chosen[-1]])
+    if learns == "reference":
+        return replace(memory, last_at=last_at, reference=pool(memory.reference, rows, chosen, rule).profile)
+    if learns == "pending":
+        return replace(memory, last_at=last_at, pending=pool(memory.pending, rows, chosen, rule).profile)
+    return replace(memory, last_at=last_at)
