@@ -145,7 +145,7 @@ def windows(draw: st.DrawFn) -> tuple[Totals, float | None, float]:
     return totals, reference, draw(st.sampled_from([0.0, 49.0, 50.0, 999.0, 5000.0]))
 
 
-@settings(max_examples=EXAMPLES * 8, deadline=None)
+@settings(max_examples=EXAMPLES * 4, deadline=None)
 @given(windows(), st.sampled_from([HealthThresholds(), HealthThresholds(degraded_min_mean_acceptance_length=1.8, wasteful_min_gain=0.0)]))
 def test_the_vectorised_verdict_is_the_verdict(window, thresholds):
     totals, reference, reference_drafts = window

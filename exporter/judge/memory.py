@@ -14,8 +14,8 @@ from exporter.config import DeriveSettings
 from exporter.judge.derive import derive
 from exporter.judge.verdict import Baseline, judge
 from exporter.records import SeriesKey, SpecConfig
+from exporter.state.health import HealthMemory
 from exporter.state.reference import Profile, ReferenceRule, SeriesMemory
-from exporter.state.store import HealthMemory
 from exporter.state.window import Totals
 
 if TYPE_CHECKING:

@@ -11,48 +11,21 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
-from exporter.state.reference import (
-    Profile,
-    ReferenceRule,
-    SeriesMemory,
-    SpecIdentity,
-    adopt,
-    memory_from_json,
-    memory_json,
-    observe,
-    switch_config,
-)
+from exporter.state.health import HealthMemory, key_text
+from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json
 from exporter.state.saved import entries, key_json, restore_source, series_json, source_json, totals_from_json
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from exporter.intervals.columns import IntervalColumns
-    from exporter.state.remember import WindowSums
+
+__all__ = ["AcknowledgeError", "HealthMemory", "Store"]
 
 log = logging.getLogger(__name__)
-
-JudgeState = Callable[[SeriesKey, SpecConfig, Totals, Profile | None], str]  # the judge stage's verdict, injected
-# the same verdict for many judged windows at once (reference L, nan: none ready; reference D), for the batch path
-JudgeMany = Callable[[SeriesKey, SpecConfig, "WindowSums", "np.ndarray", "np.ndarray"], "np.ndarray"]
-
-
-@dataclass(frozen=True)
-class HealthMemory:
-    """What the store needs to keep each series' reference (reference.py): the verdict as a
-    function (the judge stage is later than this one, so it is handed in), the judged window
-    and the rule that learns and replaces references."""
-
-    judge: JudgeState
-    window_seconds: float = 300.0
-    rule: ReferenceRule = field(default_factory=ReferenceRule)
-    judge_many: JudgeMany | None = None  # without it, the batch path judges one interval at a time
 
 
 class AcknowledgeError(ValueError):
@@ -129,8 +102,8 @@ class Store:
 
     def record_columns(self, columns: IntervalColumns) -> None:
         """Many intervals of one series (the batch path), leaving the state record_interval leaves
-        after each in turn: the lifetime sums at once, the windows and the verdict's memory (which
-        judges the window ending at every interval) one interval at a time, in order."""
+        after each in turn: the lifetime sums at once, the windows one interval at a time, the
+        verdict's memory (which judges the window ending at every interval) as health.py says."""
         with self._lock:
             self.version += 1
             series = self._series_of(columns.key)
@@ -138,67 +111,17 @@ class Store:
             series.variants[columns.variant] += len(columns)
             if series.windows:
                 self._keep(series, columns.intervals(), remember=False)
-            if self.health is not None and not self._remember_columns(series, columns):
-                self._keep(series, columns.intervals(), windows=False)
+            if self.health is not None:
+                self.health.remember_columns(series, self._config_of(columns.key.upstream), columns)
             series.last_update = self.clock()
 
-    def _keep(self, series: _Series, intervals: Iterable[Interval], *, windows: bool = True, remember: bool = True) -> None:
+    def _keep(self, series: _Series, intervals: Iterable[Interval], *, remember: bool = True) -> None:
         for interval in intervals:
-            if windows:
-                for window in series.windows.values():
-                    window.add(interval)
+            for window in series.windows.values():
+                window.add(interval)
             if remember and self.health is not None:
-                self._remember(series, interval)
+                self.health.remember(series, self._config_of(series.key.upstream), interval)
         series.last_update = self.clock()
-
-    def _remember(self, series: _Series, interval: Interval) -> None:
-        """Judge the window that ends with `interval` against the reference, and learn or freeze."""
-        assert self.health is not None
-        config = self._switch(series, interval)
-        series.recent.add(interval)
-        recent = series.recent.totals(interval.end)
-        state = self.health.judge(series.key, config, recent, series.memory.ready(self.health.rule))
-        series.memory = self._observe(series.key, series.memory, interval, state)
-
-    def _remember_columns(self, series: _Series, columns: IntervalColumns) -> bool:
-        """_remember for every interval of `columns` at once (state/remember.py); False, having
-        changed nothing the one-by-one path would not, where the block is not one it covers."""
-        assert self.health is not None
-        judge_many = self.health.judge_many
-        if judge_many is None:
-            return False
-        from exporter.state.remember import remember_columns  # numpy only where blocks are batched
-
-        config = self._switch(series, columns.intervals(0, 1)[0])
-        earlier, width = series.recent.held()
-        done = remember_columns(
-            series.memory, earlier, width, columns, lambda sums, length, drafts: judge_many(series.key, config, sums, length, drafts),
-            lambda memory, interval, state: self._observe(series.key, memory, interval, state), self.health.rule, self._judged_seconds,
-        )
-        if done is None:
-            return False
-        series.memory, held = done
-        series.recent = RollingWindow(self._judged_seconds)
-        for interval in held:
-            series.recent.add(interval)
-        return True
-
-    def _switch(self, series: _Series, interval: Interval) -> SpecConfig:
-        """Follow a change of speculative config at `interval`; the upstream's config."""
-        config = self._config_of(series.key.upstream)
-        series.memory, switched = switch_config(series.memory, SpecIdentity.of(config, interval.k), interval.end)
-        if switched:
-            series.recent = RollingWindow(self._judged_seconds)  # the old config's traffic says nothing of the new
-            log.info("speculative config changed series=%s config=%s: a new reference", _key_text(series.key), series.memory.identity.describe())
-        return config
-
-    def _observe(self, key: SeriesKey, memory: SeriesMemory, interval: Interval, state: str) -> SeriesMemory:
-        assert self.health is not None
-        observed = observe(memory, interval, state, self.health.rule)
-        if observed.adopted != memory.adopted and observed.adopted and observed.adopted[0] == "hold":
-            log.warning("series=%s unhealthy longer than the hold (%.0f s): its current acceptance is the new normal",
-                        _key_text(key), self.health.rule.hold_seconds)
-        return observed
 
     def acknowledge(self, match: Mapping[str, str | None], identity: SpecIdentity | None = None) -> list[SeriesKey]:
         """Take what the matching series do now as their new normal. All or nothing: a filter that
@@ -214,15 +137,9 @@ class Store:
                 raise AcknowledgeError(404, f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
             for s in chosen:
                 if identity is not None and s.memory.identity.conflicts(identity):
-                    raise AcknowledgeError(409, f"{_key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
+                    raise AcknowledgeError(409, f"{key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
             for s in chosen:
-                at = s.memory.last_at if s.memory.last_at is not None else self.clock()
-                recent = s.recent.totals(at)
-                memory = adopt(s.memory, "acknowledged", at, self.health.rule, recent)
-                state = self.health.judge(s.key, self._config_of(s.key.upstream), recent, memory.ready(self.health.rule))
-                if state != memory.state and state != "no_data":
-                    memory = replace(memory, state=state, since=at)
-                s.memory = memory
+                self.health.acknowledge(s, self._config_of(s.key.upstream), s.memory.last_at if s.memory.last_at is not None else self.clock())
             self.version += 1
             return [s.key for s in chosen]
 
@@ -373,10 +290,6 @@ class Store:
             if partner is not None:
                 config = self._configs.get(partner, SpecConfig()).merged(config)
         return config
-
-
-def _key_text(key: SeriesKey) -> str:
-    return f"{key.model_name}/engine {key.engine}/{key.source}/{key.upstream}"
 
 
 def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:
