@@ -55,6 +55,18 @@ def test_windows_evict_old_intervals_and_become_empty():
     assert derive(window.totals(now=200), per_token(0.05)) is None  # no drafts: absent, not zero
 
 
+def test_a_window_whose_clock_ran_back_holds_only_the_new_timeline():
+    """A log clock that jumps back (a DST fall-back, a wrong year) must not leave the earlier
+    intervals in the window for as long as the jump: they would dilute every verdict meanwhile."""
+    window = RollingWindow(60)
+    window.add(interval(7200, 100, (90,)))
+    window.add(interval(3600, 100, (10,)))  # an hour earlier than the interval before it
+    assert window.totals(now=3600).accepted_tokens == 10
+    window.add(interval(3610, 100, (20,)))
+    window.add(interval(3590, 100, (30,)))  # back by less than the window: a jitter, kept
+    assert window.totals(now=3610).accepted_tokens == 60
+
+
 def test_identities_on_the_capture_ground_truth():
     rates = [0.615, 0.453, 0.405, 0.372, 0.346, 0.328, 0.310, 0.293]
     derived = derive(totals_for(rates), per_token(0.1))

@@ -92,6 +92,11 @@ class RollingWindow:
         self._totals = Totals()
 
     def add(self, interval: Interval) -> None:
+        if self._intervals and interval.end < self._intervals[-1].end - self.seconds:
+            # the clock ran back by more than the window (a DST fall-back in a log's local stamps): what
+            # is held ended "later" and would stay until the clock caught up; it is no longer recent
+            self._intervals.clear()
+            self._totals = Totals()
         self._intervals.append(interval)
         self._totals = self._totals.plus(interval)
 
