@@ -83,6 +83,27 @@ def test_gzip_and_docker_framing_give_the_same_numbers(tmp_path):
         assert other["drafts"] == plain["drafts"]
 
 
+def test_files_read_in_parallel_give_the_report_of_one_process(tmp_path):
+    """Each file its own process (--jobs 3): the same series, sources and verdicts, in the same order."""
+    sample = CAPTURE / "server.log"
+    paths = []
+    for name in ("b-node.log", "a-node.log", "c-node.log.gz"):  # out of order, one gzip: order and framing must not matter
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(sample.read_bytes()) if name.endswith(".gz") else sample.read_bytes())
+        paths.append(str(path))
+
+    def without_read_times(report: dict) -> dict:  # type: ignore[type-arg]
+        for source in report["sources"]:
+            source.pop("last_success")
+            source.pop("last_spec_line")
+        return report
+
+    alone, parallel = (without_read_times(analyze_json("--jobs", jobs, *paths)) for jobs in ("1", "3"))
+    assert [s["upstream"] for s in parallel["series"]] == sorted(paths)
+    assert parallel == alone
+    assert parallel["lines_read"] == 3 * 1013
+
+
 def test_stdin_is_read_with_a_dash():
     report = json.loads(run_cli("analyze", "--format", "json", "-", stdin=(CAPTURE / "server.log").read_bytes()).stdout)
     assert report["series"][0]["accepted_tokens"] == 78455

@@ -50,9 +50,10 @@ def main(log_level: str) -> None:
 @option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal).")
 @option("--plot", type=click.Path(dir_okay=False, writable=True), help="Also draw the acceptance curves to this PNG (needs the [plot] extra).")
 @option("--health-window", default="5m", show_default=True, help="Window the verdict judges: analyze judges the log's last one.")
+@option("--jobs", type=click.IntRange(min=1), default=None, help="Files read at once, each by its own process  [default: one per core].")
 @reference_options
 @derive_options
-def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, health_window: str,
+def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, health_window: str, jobs: int | None,
                 reference_hold: str, reference_window: str, reference_min_drafts: int, config_path: str | None,
                 draft_token_cost: float | None, model_name: str | None, log_format: LogFormat) -> None:
     """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
@@ -75,7 +76,8 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
     except (ConfigError, ValueError) as error:
         raise click.UsageError(str(error)) from None
     reference = ReferenceRule.of(*reference_rule_args(reference_hold, reference_window, reference_min_drafts))
-    report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress, reference=reference))
+    report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress, reference=reference,
+                                                               jobs=jobs))
     if plot:
         from exporter.report.plot import PlotUnavailable, plot_report
 

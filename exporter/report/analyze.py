@@ -1,8 +1,9 @@
 """`analyze`: the live pipeline in one-shot mode over whole log files, then a report.
 
 Files are read in 4 MiB binary chunks (gzip by extension), so memory stays constant on any file
-size; a progress bar shows on a TTY. Each PATH is its own upstream. Log timestamps carry no
-year: it comes from each file's modification time.
+size; a progress bar shows on a TTY. Each PATH is its own upstream, so several files are read
+at once by as many processes as there are cores. Log timestamps carry no year: it comes from
+each file's modification time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import IO, Any, Self, cast
 
@@ -24,6 +25,7 @@ from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
 from exporter.state.reference import ReferenceRule
+from exporter.state.snapshot import Snapshot, merged
 from exporter.state.store import Store
 
 CHUNK = 4 << 20  # a block per chunk: the batch path pays its fixed cost per block, so blocks are large
@@ -43,6 +45,7 @@ class AnalyzeOptions:
     progress: bool | None = None  # None: only on a TTY
     reference: ReferenceRule = field(default_factory=ReferenceRule)  # the verdict's memory, run on the log's own clock
     batch: bool | None = True  # blocks of lines at once (exporter/intervals/batch.py); False: line by line, as live following
+    jobs: int | None = None  # files read in parallel, each by its own process; None: one per core
 
 
 @contextlib.contextmanager
@@ -140,7 +143,31 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
 
 def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions) -> dict[str, Any]:
     """Read every path and return the report (the `--format json` document)."""
+    jobs = min(options.jobs or os.cpu_count() or 1, len(paths))
+    if jobs <= 1 or "-" in paths:
+        return snapshot_report(_read((paths, settings, options)), settings)
+    # each file is its own upstream, so files share nothing until the report: one process per file
+    # at a time, their snapshots merged (a week of a fleet's logs takes 1/cores of the time)
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    quiet = replace(options, progress=False)
+    with ProcessPoolExecutor(jobs, mp_context=get_context("fork")) as pool, _files_bar(paths, options) as bar:
+        snapshots = []
+        for path, snapshot in zip(paths, pool.map(_read, [([path], settings, quiet) for path in paths]), strict=True):
+            snapshots.append(snapshot)
+            bar.update(os.path.getsize(path))
+    return snapshot_report(merged(snapshots), settings)
+
+
+def _read(work: tuple[list[str], DeriveSettings, AnalyzeOptions]) -> Snapshot:
+    paths, settings, options = work
     store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)))
     for path in paths:
         feed_file(path, store, options)
-    return snapshot_report(store.snapshot(), settings)
+    return store.snapshot()
+
+
+def _files_bar(paths: list[str], options: AnalyzeOptions) -> Any:
+    """Progress over all files in bytes, moved as each file is done (the workers show none)."""
+    return _progress_bar(f"{len(paths)} files", sum(os.path.getsize(path) for path in paths), options)

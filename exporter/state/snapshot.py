@@ -56,3 +56,22 @@ class Snapshot:
     series_dropped: int
     samples: tuple[SampledValues, ...] = ()
     window_seconds: Mapping[str, float] = field(default_factory=dict)  # each window's length
+
+
+def series_order(key: SeriesKey) -> tuple[str, str, int, str, str]:
+    """How snapshots list series: by upstream, model, then engine in numeric order."""
+    engine = int(key.engine) if key.engine.isdigit() else 1 << 30
+    return (key.upstream, key.model_name, engine, key.engine, key.source)
+
+
+def merged(snapshots: list[Snapshot]) -> Snapshot:
+    """One snapshot of several stores that share no upstream (analyze's files read in parallel),
+    listed as one store holding them all would list them."""
+    return Snapshot(
+        taken_at=max(s.taken_at for s in snapshots),
+        series=tuple(sorted((series for s in snapshots for series in s.series), key=lambda series: series_order(series.key))),
+        sources=tuple(sorted((source for s in snapshots for source in s.sources), key=lambda source: source.upstream)),
+        series_dropped=sum(s.series_dropped for s in snapshots),
+        samples=tuple(sorted((sample for s in snapshots for sample in s.samples), key=lambda sample: series_order(sample.key))),
+        window_seconds=snapshots[0].window_seconds if snapshots else {},
+    )

@@ -17,7 +17,7 @@ from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, Sp
 from exporter.state.health import HealthMemory, key_text
 from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json
 from exporter.state.saved import entries, key_json, restore_source, series_json, source_json, totals_from_json
-from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
+from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ class Store:
                     reference_rule=self.health.rule if self.health is not None else None,
                     window_seconds=self.window_seconds,
                 )
-                for s in sorted(self._series.values(), key=lambda s: _sort_key(s.key))
+                for s in sorted(self._series.values(), key=lambda s: series_order(s.key))
             )
             sources = tuple(
                 SourceSnapshot(
@@ -221,7 +221,7 @@ class Store:
                 )
                 for upstream, stats in sorted(self._sources.items())
             )
-            samples = tuple(sorted(self._samples.values(), key=lambda s: _sort_key(s.key)))
+            samples = tuple(sorted(self._samples.values(), key=lambda s: series_order(s.key)))
             return Snapshot(
             taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples, window_seconds=self.window_seconds
         )
@@ -290,8 +290,3 @@ class Store:
             if partner is not None:
                 config = self._configs.get(partner, SpecConfig()).merged(config)
         return config
-
-
-def _sort_key(key: SeriesKey) -> tuple[str, str, int, str, str]:
-    engine = int(key.engine) if key.engine.isdigit() else 1 << 30
-    return (key.upstream, key.model_name, engine, key.engine, key.source)
