@@ -52,7 +52,7 @@ class Bucket:
     accepted_per_position: tuple[int, ...]
 
 
-def _add(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...]:
+def add_counts(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...]:
     width = max(len(left), len(right))
     return tuple(a + b for a, b in zip(left + (0,) * (width - len(left)), right + (0,) * (width - len(right)), strict=True))
 
@@ -75,7 +75,7 @@ class Profile:
     def accepted_per_position(self) -> tuple[int, ...]:
         total: tuple[int, ...] = ()
         for bucket in self.buckets:
-            total = _add(total, bucket.accepted_per_position)
+            total = add_counts(total, bucket.accepted_per_position)
         return total
 
     @property
@@ -105,7 +105,7 @@ class Profile:
         last = buckets[-1] if buckets else None
         if last is not None and interval.end < last.start + rule.bucket_seconds:
             buckets[-1] = Bucket(last.start, max(last.end, interval.end), last.drafts + interval.drafts,
-                                 last.accepted + interval.accepted_tokens, _add(last.accepted_per_position, interval.accepted_per_position))
+                                 last.accepted + interval.accepted_tokens, add_counts(last.accepted_per_position, interval.accepted_per_position))
         else:
             buckets.append(Bucket(start, interval.end, interval.drafts, interval.accepted_tokens, interval.accepted_per_position))
         horizon = interval.end - rule.window_seconds

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from exporter.records import Interval
-from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, _add, repeat_of
+from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, add_counts, repeat_of
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
@@ -133,8 +133,9 @@ def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule)
     buckets, closed = list(old), [-1] * len(old)  # closed: the learned position after which a bucket takes no more rows
     if merged:
         last = old[-1]
+        joined = tuple(positions[:merged].sum(axis=0).tolist())
         buckets[-1] = Bucket(last.start, max(last.end, float(ends[merged - 1])), last.drafts + int(drafts[:merged].sum()),
-                             last.accepted + int(accepted[:merged].sum()), _add(last.accepted_per_position, tuple(positions[:merged].sum(axis=0).tolist())))
+                             last.accepted + int(accepted[:merged].sum()), add_counts(last.accepted_per_position, joined))
         closed[-1] = merged - 1
     if spans:
         cuts = [first for _, first, _ in spans]
@@ -168,44 +169,62 @@ def remember_columns(
     rows = _Rows.of(earlier, columns, width, memory.last_at) if window_seconds > 0 and rule.window_seconds > 0 and len(columns) else None
     if rows is None:
         return None
-    base, n = len(earlier), len(columns)
-    sums, window_starts = rows.windows(base, window_seconds)
-    looks_healthy = np.isin(judge(sums, np.full(n, np.nan), np.zeros(n, np.int64)), tuple(HEALTHY))
+    walk = _Walk(rows, columns, len(earlier), judge, observe, rule)
+    walk.sums, window_starts = rows.windows(walk.base, window_seconds)
+    walk.looks_healthy = np.isin(judge(walk.sums, np.full(len(columns), np.nan), np.zeros(len(columns), np.int64)), tuple(HEALTHY))
     at, stretch = 0, FIRST_STRETCH
-    while at < n:
-        stop = min(n, at + stretch)
-        learning = memory.state not in UNHEALTHY
-        stretch_rows = base + np.arange(at, stop)
-        pooled = pool(memory.reference, rows, stretch_rows[looks_healthy[at:stop]] if learning else stretch_rows[:0], rule)
-        ref_drafts, ref_accepted = pooled.before(base + at, base + stop)
-        ready = (ref_drafts >= rule.min_drafts) & (ref_drafts > 0)
+    while at < len(columns):
+        stop = min(len(columns), at + stretch)
+        memory, reached = walk.stretch(memory, at, stop)
+        at, stretch = reached, (stretch * 2 if reached == stop else FIRST_STRETCH)
+    last = int(window_starts[-1])
+    return memory, list(earlier[last:]) + columns.intervals(max(0, last - walk.base))
+
+
+@dataclass
+class _Walk:
+    """One block's walk through its verdicts, a stretch at a time."""
+
+    rows: _Rows
+    columns: IntervalColumns
+    base: int  # rows of the judged window before the block
+    judge: JudgeWindows
+    observe: Observe
+    rule: ReferenceRule
+    sums: WindowSums | None = None
+    looks_healthy: np.ndarray | None = None  # healthy when judged without a reference
+
+    def stretch(self, memory: SeriesMemory, at: int, stop: int) -> tuple[SeriesMemory, int]:
+        """The memory after block rows at … up to where the verdicts hold; that row."""
+        assert self.sums is not None and self.looks_healthy is not None
+        learning = memory.state not in UNHEALTHY  # else the reference is frozen for the whole stretch
+        chosen = self.base + np.arange(at, stop)
+        pooled = pool(memory.reference, self.rows, chosen[self.looks_healthy[at:stop]] if learning else chosen[:0], self.rule)
+        ref_drafts, ref_accepted = pooled.before(self.base + at, self.base + stop)
+        ready = (ref_drafts >= self.rule.min_drafts) & (ref_drafts > 0)
         lengths = np.where(ready, 1.0 + ref_accepted / np.where(ready, ref_drafts, 1), np.nan)
-        judged = judge(sums.rows(at, stop), lengths, ref_drafts)
+        judged = self.judge(self.sums.rows(at, stop), lengths, ref_drafts)
         states = judged.tolist()  # str, as the scalar judge says it
         changes = np.flatnonzero(judged[1:] != judged[:-1]) + 1  # where a run of equal verdicts begins
         row = at
         while row < stop:
             state = states[row - at]
-            memory = observe(memory, columns.intervals(row, row + 1)[0], state)
+            memory = self.observe(memory, self.columns.intervals(row, row + 1)[0], state)
             row += 1
             if (memory.state not in UNHEALTHY) != learning or (
                 row < stop and (memory.reference.drafts, memory.reference.accepted) != (ref_drafts[row - at], ref_accepted[row - at])
             ):
-                break  # the stretch's assumption about the reference no longer holds: judge again from here
-            next_change = int(np.searchsorted(changes, row - at, side="left"))
-            repeat, run_end = repeat_of(memory, state, rule), at + (int(changes[next_change]) if next_change < len(changes) else stop - at)
+                return memory, row  # the stretch's assumption about the reference no longer holds: judge again from here
+            following = int(np.searchsorted(changes, row - at, side="left"))
+            run_end = at + (int(changes[following]) if following < len(changes) else stop - at)
+            repeat = repeat_of(memory, state, self.rule)
             if repeat is not None and run_end > row:
-                crossing = np.flatnonzero(rows.ends[base + row : base + run_end] - repeat.origin >= repeat.seconds)
+                crossing = np.flatnonzero(self.rows.ends[self.base + row : self.base + run_end] - repeat.origin >= repeat.seconds)
                 until = row + (int(crossing[0]) if len(crossing) else run_end - row)
                 if until > row:
-                    memory = _repeated(memory, repeat.learns, rows, base + np.arange(row, until), rule)
+                    memory = _repeated(memory, repeat.learns, self.rows, self.base + np.arange(row, until), self.rule)
                     row = until
-        else:
-            at, stretch = stop, stretch * 2
-            continue
-        at, stretch = row, FIRST_STRETCH
-    last = int(window_starts[-1])
-    return memory, list(earlier[last:]) + columns.intervals(max(0, last - base))
+        return memory, stop
 
 
 def _repeated(memory: SeriesMemory, learns: str | None, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> SeriesMemory:
