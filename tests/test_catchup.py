@@ -28,16 +28,16 @@ from exporter.state.store import Store
 START = 1795000000.0  # 2026-11-18
 HOUR = 3600.0
 WINDOW = 300.0  # serve's default health window
-# the log's bytes appended per pass, then the rest (1.8 MB): catch-up blocks and live-sized ones
+# the log's bytes appended per pass, then the rest (1.4 MB): catch-up blocks and live-sized ones
 PIECES = (300_000, 3_000, 200_000, 40_000, 60_000, 400_000, 3_000)
 
 
 def pieces(path: Path) -> list[bytes]:
-    """Seven hours of a server whose acceptance drops after 1.5 h (about 600 KB in), restarting after
+    """Six hours of a server whose acceptance drops after 1.5 h (about 600 KB in), restarting after
     3 h, cut at line ends into PIECES and the rest."""
     scenario = SCENARIOS["drop-off"]
     LongLog([Phase(0, scenario), Phase(1.5 * HOUR, scenario, factor=0.6), Phase(3 * HOUR, scenario, restart=True)],
-            hours=7, start_time=START, log_interval=5.0).write(str(path))
+            hours=6, start_time=START, log_interval=5.0).write(str(path))
     data, out = path.read_bytes(), []
     for size in PIECES:
         cut = data.find(b"\n", size) + 1 or len(data)
@@ -49,7 +49,7 @@ def pieces(path: Path) -> list[bytes]:
 def follow(pieces: list[bytes], log: Path, *, batch_path: bool) -> Store:
     """Append each piece and run one follower pass, the clock a health window on each time (serve's wiring)."""
     now = [START]
-    store = Store({"1m": 60.0, "5m": WINDOW}, clock=lambda: now[0], health=health_memory(DeriveSettings(), ReferenceRule(), WINDOW))
+    store = Store({"5m": WINDOW}, clock=lambda: now[0], health=health_memory(DeriveSettings(), ReferenceRule(), WINDOW))
     serve_pipelines = pipelines_into(store)
 
     def pipelines(upstream: str, *, kind: str, log_format: str) -> LogPipeline:
@@ -83,7 +83,7 @@ def test_a_catch_up_through_the_batch_path_ends_as_streaming_does(tmp_path, monk
 
     monkeypatch.setattr(batch, "interpret_block", counted)
     batched = follow(parts, log, batch_path=True)
-    assert len(blocks) == 4  # 300 KB, 400 KB, and the rest in two reads (1 MiB, 0.8 MB); the small pieces streamed
+    assert len(blocks) == 4  # 300 KB, 400 KB, and the rest in two reads (1 MiB, 0.4 MB); the small pieces streamed
     assert batched.export_counters() == streamed.export_counters()
     assert batched.export_memories() == streamed.export_memories()
     renders = [MetricsRenderer(store, DeriveSettings()).render() for store in (batched, streamed)]
