@@ -65,7 +65,9 @@ def _table(rows: list[suites.Row]) -> str:
     return "\n".join(out)
 
 
-BENCHMARK_NAMES = {"offline": "offline scan", "exposition": "exposition", "latency": "live latency", "follow": "follow cost", "scale": "scale"}
+BENCHMARK_NAMES = {
+    "offline": "offline scan", "catchup": "catch-up", "exposition": "exposition", "latency": "live latency", "follow": "follow cost", "scale": "scale",
+}
 
 
 def _rows_of(text: str, exclude: set[str]) -> list[str]:
@@ -85,7 +87,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small inputs and short windows (CI)")
     parser.add_argument("--out", type=Path, default=ROOT / "RESULTS.md", help="where to write the results (default: %(default)s)")
-    parser.add_argument("--only", nargs="*", choices=["offline", "exposition", "latency", "follow", "scale"], help="run only these")
+    parser.add_argument("--only", nargs="*", choices=list(BENCHMARK_NAMES), help="run only these")
     parser.add_argument("--sizes", type=lambda text: [int(size) << 20 for size in text.split(",")], default=None,
                         help="offline log sizes in MiB, comma-separated (default: 10,100,1024; --quick: 1)")
     args = parser.parse_args()
@@ -94,6 +96,7 @@ def main() -> int:
         "offline": lambda: [row for size in (args.sizes or ([1 << 20] if quick else OFFLINE_SIZES))
                             for row in suites.offline(size, runs=1 if quick else 3, mtail_runs=1 if quick or size >= 1 << 30 else 3)]
         + suites.offline_gzip(1 << 20 if quick else 100 << 20, runs=1 if quick else 3),
+        "catchup": lambda: suites.catch_up(1 << 20 if quick else 100 << 20, runs=1 if quick else 3),
         "exposition": lambda: suites.exposition(repeats=20 if quick else 200),
         "latency": lambda: suites.latency(lines=10 if quick else 200, poll_interval=0.25 if quick else 1.0),
         "follow": lambda: suites.follow(seconds=2.0 if quick else 60.0),

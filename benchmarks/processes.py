@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -47,6 +48,9 @@ class Sidecar:
 
     def metrics(self) -> str:
         return self.client.get(self.url + "/metrics").text
+
+    def status(self) -> dict[str, Any]:
+        return self.client.get(self.url + "/api/v1/status").json()  # type: ignore[no-any-return]
 
     def spec_lines(self) -> float:
         return sum(float(value) for value in _SPEC_LINES.findall(self.metrics()))

@@ -16,7 +16,6 @@ The config file (TOML, `--config`) holds what is too detailed for flags:
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ DEFAULT_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
 DEFAULT_WINDOWS = ("1m", "5m", "1h")
 
 LogFormat = Literal["auto", "plain", "docker", "cri"]  # container framing of a log: detect per file, or one of three
+ENGINES = ("vllm", "llamacpp", "trtllm", "sglang")  # the servers whose /metrics parse/exposition.py reads (serve --engine)
 LOG_FORMATS: tuple[LogFormat, ...] = ("auto", "plain", "docker", "cri")
 
 
@@ -192,6 +192,8 @@ def load_derive_settings(
     """Read `[health]` and `[draft_cost]` from a TOML file (or defaults when no file)."""
     if path is None:
         return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window, stale_after=stale_after)
+    import tomllib  # only with --config: every command's start-up counts (analyze is timed against grep)
+
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:

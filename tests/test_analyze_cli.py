@@ -190,3 +190,26 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path):
     )
     assert result.returncode == 1
     assert "pip install 'specdecode-exporter[plot]'" in result.stderr
+
+
+# serve's libraries: the HTTP client (acknowledge, scrapes), the web server, YAML (targets files, web
+# config), file watching, the exposition helpers. analyze is timed against `grep -c` (benchmarks/),
+# so its start-up must not pay for any of them.
+SERVE_ONLY = {"httpx", "fastapi", "uvicorn", "starlette", "anyio", "pydantic", "yaml", "watchdog", "prometheus_client", "rich"}
+_LOADED_BY_ANALYZE = """
+import sys
+from exporter.cli.main import main
+try:
+    main(["analyze", "--format", "json", "--no-progress", sys.argv[1]])
+except SystemExit as done:
+    assert not done.code, done.code
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})), file=sys.stderr)
+"""
+
+
+def test_analyze_loads_none_of_serves_libraries():
+    result = subprocess.run([sys.executable, "-c", _LOADED_BY_ANALYZE, str(CAPTURE / "server.log")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stderr.split())
+    assert json.loads(result.stdout)["series"] and {"click", "numpy", "exporter"} <= loaded  # it ran, batch path and all
+    assert loaded & SERVE_ONLY == set()

@@ -26,7 +26,7 @@ def test_quick_benchmark_run_writes_every_row(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     text = out.read_text()
     for case in (
-        "grep -c, 1 MiB", "analyze vs grep", "analyze vs mtail", "spec-decode extraction", "file events (inotify)",
+        "grep -c, 1 MiB", "analyze vs grep", "analyze vs mtail", "serve --from-start vs analyze, 1 MiB", "spec-decode extraction", "file events (inotify)",
         "polling every", "growing at 100 lines/s", "growing at 1,000 lines/s", "10 idle files", "targets every 1 s: CPU",
         "targets every 1 s: RSS", "GET /metrics",
     ):

@@ -11,7 +11,6 @@ import json
 import sys
 
 import click
-import httpx
 
 from exporter.cli.options import option
 
@@ -43,6 +42,8 @@ def acknowledge(url: str, model_name: str, engine: str | None, upstream: str | N
     if any(value is not None for value in config.values()):
         body["config"] = config
     auth = (user, password or "") if user else None
+    import httpx  # here, not at the top: every command imports this module, and httpx costs analyze's start-up 0.1 s
+
     try:
         response = httpx.post(url.rstrip("/") + "/api/v1/acknowledge", json=body, auth=auth, timeout=timeout)
     except httpx.HTTPError as error:

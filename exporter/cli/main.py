@@ -18,6 +18,7 @@ from exporter.cli.simulation import demo, simulate
 from exporter.config import (
     DEFAULT_LISTEN,
     DEFAULT_WINDOWS,
+    ENGINES,
     ConfigError,
     ExpositionSettings,
     LogFormat,
@@ -26,10 +27,8 @@ from exporter.config import (
     parse_duration,
     parse_listen,
 )
-from exporter.parse.exposition import ENGINES
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
-from exporter.sources.targets import TargetsError, default_pairs, target_from_url
 from exporter.state.reference import ReferenceRule
 
 
@@ -98,6 +97,8 @@ analyze_cmd.name = "analyze"
 
 
 def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    from exporter.sources.targets import target_from_url
+
     pairs = []
     for value in values:
         log_path, sep, url = value.partition("=")
@@ -164,6 +165,9 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--stale-after") from None
     hold, reference_seconds, min_drafts = reference_rule_args(reference_hold, reference_window, reference_min_drafts)
+    # the sources load here, not at the top: yaml and watchdog would slow every command's start-up (analyze's most)
+    from exporter.sources.targets import TargetsError, default_pairs, target_from_url
+
     try:
         parse_listen(listen)
         derive_settings = load_derive_settings(config_path, draft_token_cost, health_window, stale_seconds)

