@@ -42,6 +42,12 @@ class IntervalColumns:
             seconds = np.where(printed, accepted / throughput, spacing)
         return cls(key, variant, ends, starts, seconds, accepted, draft_tokens, drafts, low, high, ks, positions[:, : int(ks.max())])
 
+    def rows(self, first: int, stop: int) -> IntervalColumns:
+        """Rows first … stop − 1."""
+        cut = slice(first, stop)
+        return IntervalColumns(self.key, self.variant, self.ends[cut], self.starts[cut], self.seconds[cut], self.accepted[cut],
+                               self.draft_tokens[cut], self.drafts[cut], self.low[cut], self.high[cut], self.ks[cut], self.positions[cut])
+
     def __len__(self) -> int:
         return len(self.ends)
 

@@ -59,16 +59,14 @@ class HealthMemory:
             from exporter.state.remember import remember_columns  # numpy only where blocks are batched
 
             self._switch(series, config, columns.intervals(0, 1)[0])
-            earlier, width = series.recent.held()
             done = remember_columns(
-                series.memory, earlier, width, columns, lambda sums, length, drafts: judge_many(series.key, config, sums, length, drafts),
-                lambda memory, interval, state: self._observe(series.key, memory, interval, state), self.rule, self.window_seconds,
+                series.memory, series.recent, columns, lambda sums, length, drafts: judge_many(series.key, config, sums, length, drafts),
+                lambda memory, interval, state: self._observe(series.key, memory, interval, state), self.rule,
             )
             if done is not None:
-                series.memory, held = done
-                series.recent = RollingWindow(self.window_seconds)
-                for interval in held:
-                    series.recent.add(interval)
+                series.memory, kept = done
+                series.recent.add_columns(columns.rows(kept, len(columns)), columns.intervals(kept))
+                series.recent.totals(float(columns.ends[-1]))  # evicts what left the window during the block
                 return
         for interval in columns.intervals():
             self.remember(series, config, interval)

@@ -21,7 +21,7 @@ backwards, a window holding intervals of another layout) return None: the caller
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, Refere
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
+    from exporter.state.window import RollingWindow
 
 FIRST_STRETCH = 256  # verdicts computed ahead after the assumption broke; doubled while it holds
 
@@ -66,23 +67,40 @@ class _Rows:
     positions: np.ndarray
 
     @classmethod
-    def of(cls, earlier: Sequence[Interval], columns: IntervalColumns, width: int, last_at: float | None) -> _Rows | None:
+    def of(cls, window: RollingWindow, columns: IntervalColumns, last_at: float | None) -> tuple[_Rows, int] | None:
+        """The rows, and how many come before the block's: the intervals the judged window will
+        evict during the block, then one row with the sums of those it keeps throughout (never
+        evicted here, so their order does not matter), then the block's. None: not covered."""
         k = int(columns.ks[0])
-        if (columns.ks != k).any() or width not in (0, k) or len(columns.positions[0]) != k:
+        leaving, held, staying = window.split(float(columns.ends[-1]) - window.seconds)
+        if (columns.ks != k).any() or len(held.accepted_per_position) not in (0, k) or columns.positions.shape[1] != k:
             return None
-        if any(i.drafts is None or i.emitted_tokens is not None or i.draft_tokens_per_position or len(i.accepted_per_position) != k for i in earlier):
+        if held.drafts_unknown or held.emitted_known or held.draft_tokens_per_position or (staying is not None and len(held.accepted_per_position) != k):
             return None
-        ends = np.concatenate(([i.end for i in earlier], columns.ends))
-        if (np.diff(ends) < 0).any() or (last_at is not None and ends[len(earlier)] < last_at):
+        if any(i.drafts is None or len(i.accepted_per_position) != k for i in leaving):
             return None
-        return cls(
-            ends=ends,
-            starts=np.concatenate(([np.nan if i.start is None else i.start for i in earlier], columns.starts)),
-            drafts=np.concatenate(([i.drafts or 0 for i in earlier], columns.drafts)).astype(np.int64),
-            accepted=np.concatenate(([i.accepted_tokens for i in earlier], columns.accepted)).astype(np.int64),
-            draft_tokens=np.concatenate(([i.draft_tokens for i in earlier], columns.draft_tokens)).astype(np.int64),
-            positions=np.concatenate((np.array([i.accepted_per_position for i in earlier], dtype=np.int64).reshape(-1, k), columns.positions)),
+        ends = [i.end for i in leaving]
+        drafts, accepted = [i.drafts or 0 for i in leaving], [i.accepted_tokens for i in leaving]
+        tokens, positions = [i.draft_tokens for i in leaving], [list(i.accepted_per_position) for i in leaving]
+        if staying is not None:  # the kept ones as one row: the held sums less the leaving ones
+            ends.append(staying)
+            drafts.append(held.drafts - sum(drafts))
+            accepted.append(held.accepted_tokens - sum(accepted))
+            tokens.append(held.draft_tokens - sum(tokens))
+            positions.append([total - sum(column) for total, column in zip(held.accepted_per_position, zip(*positions, strict=True), strict=True)]
+                             if positions else list(held.accepted_per_position))
+        all_ends = np.concatenate((ends, columns.ends))
+        if (np.diff(all_ends) < 0).any() or (last_at is not None and columns.ends[0] < last_at):
+            return None
+        rows = cls(
+            ends=all_ends,
+            starts=np.concatenate(([np.nan] * len(ends), columns.starts)),  # only the block's rows are ever learned
+            drafts=np.concatenate((drafts, columns.drafts)).astype(np.int64),
+            accepted=np.concatenate((accepted, columns.accepted)).astype(np.int64),
+            draft_tokens=np.concatenate((tokens, columns.draft_tokens)).astype(np.int64),
+            positions=np.concatenate((np.array(positions, dtype=np.int64).reshape(-1, k), columns.positions)),
         )
+        return rows, len(ends)
 
     def windows(self, first: int, seconds: float) -> tuple[WindowSums, np.ndarray]:
         """Sums over the window ending at each row from `first` on, and where each window starts:
@@ -160,25 +178,24 @@ def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule)
 
 
 def remember_columns(
-    memory: SeriesMemory, earlier: Sequence[Interval], width: int, columns: IntervalColumns,
-    judge: JudgeWindows, observe: Observe, rule: ReferenceRule, window_seconds: float,
-) -> tuple[SeriesMemory, list[Interval]] | None:
-    """The memory after every interval of `columns`, and the intervals then in the judged window;
-    None when the block is not one this covers. `earlier` and `width` are the judged window's
-    intervals and position width before the block."""
-    rows = _Rows.of(earlier, columns, width, memory.last_at) if window_seconds > 0 and rule.window_seconds > 0 and len(columns) else None
-    if rows is None:
+    memory: SeriesMemory, window: RollingWindow, columns: IntervalColumns, judge: JudgeWindows, observe: Observe, rule: ReferenceRule,
+) -> tuple[SeriesMemory, int] | None:
+    """The memory after every interval of `columns`, judged over `window` (the judged window as it
+    stands before the block, left as it is), and the first of the block's rows still in the judged
+    window after the last; None when the block is not one this covers."""
+    covered = _Rows.of(window, columns, memory.last_at) if window.seconds > 0 and rule.window_seconds > 0 and len(columns) else None
+    if covered is None:
         return None
-    walk = _Walk(rows, columns, len(earlier), judge, observe, rule)
-    walk.sums, window_starts = rows.windows(walk.base, window_seconds)
+    rows, base = covered
+    walk = _Walk(rows, columns, base, judge, observe, rule)
+    walk.sums, window_starts = rows.windows(base, window.seconds)
     walk.looks_healthy = np.isin(judge(walk.sums, np.full(len(columns), np.nan), np.zeros(len(columns), np.int64)), tuple(HEALTHY))
     at, stretch = 0, FIRST_STRETCH
     while at < len(columns):
         stop = min(len(columns), at + stretch)
         memory, reached = walk.stretch(memory, at, stop)
         at, stretch = reached, (stretch * 2 if reached == stop else FIRST_STRETCH)
-    last = int(window_starts[-1])
-    return memory, list(earlier[last:]) + columns.intervals(max(0, last - walk.base))
+    return memory, max(0, int(window_starts[-1]) - base)
 
 
 @dataclass

@@ -110,16 +110,18 @@ class Store:
             series.lifetime = plus_columns(series.lifetime, columns)
             series.variants[columns.variant] += len(columns)
             if series.windows:
-                self._keep(series, columns.intervals(), remember=False)
+                intervals = columns.intervals()
+                for window in series.windows.values():
+                    window.add_columns(columns, intervals)
             if self.health is not None:
                 self.health.remember_columns(series, self._config_of(columns.key.upstream), columns)
             series.last_update = self.clock()
 
-    def _keep(self, series: _Series, intervals: Iterable[Interval], *, remember: bool = True) -> None:
+    def _keep(self, series: _Series, intervals: Iterable[Interval]) -> None:
         for interval in intervals:
             for window in series.windows.values():
                 window.add(interval)
-            if remember and self.health is not None:
+            if self.health is not None:
                 self.health.remember(series, self._config_of(series.key.upstream), interval)
         series.last_update = self.clock()
 

@@ -7,6 +7,7 @@ V1-b); one such interval makes the window's D unknown rather than wrong.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections import deque
 from collections.abc import Iterable
@@ -100,10 +101,25 @@ class RollingWindow:
         self._intervals.append(interval)
         self._totals = self._totals.plus(interval)
 
-    def held(self) -> tuple[tuple[Interval, ...], int]:
-        """The intervals held (not yet evicted) and the width of their summed A_i, which keeps the
-        widest k seen until the window empties (the batch path's memory must start from both)."""
-        return tuple(self._intervals), len(self._totals.accepted_per_position)
+    def add_columns(self, columns: IntervalColumns, intervals: list[Interval]) -> None:
+        """add() for each interval of `columns` (given as records too), their sums added at once."""
+        ends = columns.ends
+        if not intervals:
+            return
+        if (self._intervals and ends[0] < self._intervals[-1].end - self.seconds) or (ends[1:] - ends[:-1] < -self.seconds).any():
+            for interval in intervals:  # the clock runs back within the block: add() starts afresh where it must
+                self.add(interval)
+            return
+        self._intervals.extend(intervals)
+        self._totals = plus_columns(self._totals, columns)
+
+    def split(self, horizon: float) -> tuple[list[Interval], Totals, float | None]:
+        """What the batch path's memory starts from: the intervals totals() would evict at `horizon`
+        (those at the front that end at or before it), the sums of all held (A_i as wide as the
+        widest k seen until the window empties) and the end of the first that would stay."""
+        leaving = list(itertools.takewhile(lambda interval: interval.end <= horizon, self._intervals))
+        staying = self._intervals[len(leaving)].end if len(leaving) < len(self._intervals) else None
+        return leaving, self._totals, staying
 
     def recent(self, limit: int) -> tuple[Interval, ...]:
         """The last `limit` intervals still in the window (call after `totals`, which evicts)."""
