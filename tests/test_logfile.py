@@ -15,7 +15,7 @@ from exporter.intervals.pipeline import pipelines_into
 from exporter.sources.linebuffer import LineBuffer, split_lines
 from exporter.sources.logfile import FILE_REPLACED, FollowedFile
 from exporter.sources.logsource import LogSource
-from exporter.sources.position import FilePosition
+from exporter.sources.position import FilePosition, matches
 from exporter.state.store import Store
 
 
@@ -331,6 +331,50 @@ def test_resume_after_rotations_of_files_that_start_alike_reads_each_line_once(t
     write(log, "later\n")
     assert poll(second) == ["later"]
     second.close()
+
+
+def test_resume_after_the_saved_file_was_deleted_reads_every_file_rotated_after_it(tmp_path):
+    """`rotate 1` and a sidecar down for two rotations: the file of the saved position is gone, and
+    its rest with it; the file rotated after it and the current one are still read whole."""
+    log = tmp_path / "vllm.log"
+    same_start = "the same first line of every file\n" * 10
+    write(log, same_start + "old 1\n")
+    (tmp_path / "vllm.log.old").write_text("rotated before the save\n")  # older than the position: not read
+    os.utime(tmp_path / "vllm.log.old", ns=(1, 1))
+    first = FollowedFile(str(log), start_at_end=False)
+    assert poll(first)[-1] == "old 1"
+    saved = first.position()
+    first.close()
+    assert saved is not None and saved.modified_ns is not None
+    write(log, "after the save, lost with its file\n")
+    for number in (1, 2):
+        rotate(log, keep=1)
+        write(log, same_start + f"file {number}\n")
+    assert not any(path.read_text().endswith("after the save, lost with its file\n") for path in tmp_path.iterdir())  # replaced: gone
+    os.utime(log.with_name("vllm.log.1"), ns=(saved.modified_ns + 10, saved.modified_ns + 10))  # coarse clocks: written after the save
+    second = FollowedFile(str(log), start_at_end=False, resume=saved)
+    read = [line for line in poll(second) if line != "the same first line of every file"]
+    assert read == ["file 1", FILE_REPLACED, "file 2"]
+    write(log, "later\n")
+    assert poll(second) == ["later"]
+    second.close()
+
+
+def test_a_file_with_the_same_inode_and_first_bytes_is_not_ours_if_it_differs_before_the_offset(tmp_path):
+    """An inode reused by a new file that starts alike (what tmpfs does after a delete): rewritten in
+    place here, so the inode is the same for certain; the bytes before the saved offset tell."""
+    log = tmp_path / "vllm.log"
+    head = "the same first line of every file\n" * 10
+    write(log, head + "ours\n")
+    followed = FollowedFile(str(log), start_at_end=False)
+    poll(followed)
+    saved = followed.position()
+    followed.close()
+    assert saved is not None and matches(str(log), saved)
+    inode = log.stat().st_ino
+    write(log, head + "new!\nand more\n", mode="w")
+    assert log.stat().st_ino == inode
+    assert not matches(str(log), saved)
 
 
 def test_resume_after_two_copytruncates_reads_the_first_copy_then_the_second(tmp_path):

@@ -18,13 +18,14 @@ from file events or the polling timer — events are hints, never truth) we re-d
                              the stat raises the next wake-up); the byte check and the read are
                              one pread that starts at the remembered bytes.
 
-After a restart, reading resumes at the saved position in the file it was taken in — same inode
-and first bytes, wherever it is now (.1, .2, …) — then reads every file rotated after it, oldest
-first by modification time, then the current file; for a copytruncate while stopped, in the oldest
-copy that starts like it. Lines are returned only when complete; a partial last line waits for
-its newline. Not recoverable: lines in files deleted or compressed while we were down; lines
-written between logrotate's copy and its truncate (they exist only in the copy); a file copied and
-truncated while we were down that regrew past our offset with the same first bytes (taken as ours).
+After a restart, reading resumes at the saved position in the file it was taken in — same inode,
+first bytes and bytes before the offset, wherever it is now (.1, .2, …) — then reads every file
+rotated after it, oldest first by modification time, then the current file; for a copytruncate
+while stopped, in the oldest copy that starts like it; if that file was deleted meanwhile, every
+file rotated after its last write known. Lines are returned only when complete; a partial last
+line waits for its newline. Not recoverable: the rest of a file deleted while we were down, files
+compressed while we were down; lines written between logrotate's copy and its truncate (they
+exist only in the copy).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
-from exporter.sources.position import FilePosition, fingerprint_of, matches
+from exporter.sources.position import FilePosition, before_offset, fingerprint_of, matches
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,8 @@ class FollowedFile:
         length = min(committed, FINGERPRINT_BYTES)
         counters = self.counters
         fingerprint = fingerprint_of(self._file, length)
-        return FilePosition(self.path, fingerprint, length, committed, counters.rotations, counters.truncations, self._identity[1])
+        return FilePosition(self.path, fingerprint, length, committed, counters.rotations, counters.truncations, self._identity[1],
+                            os.fstat(self._fd).st_mtime_ns, before_offset(self._file, committed))
 
     def poll(self) -> Iterator[bytes | _FileReplaced]:
         """Yield the new complete lines as blocks (lines joined by b"\\n"), and FILE_REPLACED at a rotation."""
@@ -172,41 +174,55 @@ class FollowedFile:
             copies = [(os.stat(c).st_mtime_ns, c) for c in siblings if matches(c, position, any_inode=True)]
             found = min(copies, default=(0, None))[1]
         if found is not None and self._open_at(found, position.offset):
-            try:  # the current file, held from now: a rotation during this catch-up cannot skip it
-                current: BinaryIO | None = open(self.path, "rb")  # noqa: SIM115 - becomes the followed file
-            except OSError:
-                current = None
             log.info("finishing a file rotated while stopped rotated=%s offset=%d", found, position.offset)
-            for rotated in [found, *self._rotated_after(siblings, current)]:
-                if rotated != found and not self._open_at(rotated, 0):
-                    continue
-                yield from self._drain()
-                yield from self._flush()
-                self.close()
-                self.counters.rotations += 1
-                yield FILE_REPLACED
-            if current is not None:
-                self._adopt(current, 0)  # poll() reads it next, or finishes it if rotated meanwhile
+            opened = os.fstat(self._fd)
+            yield from self._finish_rotated(siblings, opened.st_ino, opened.st_mtime_ns)
+            return
+        later = self._rotated_after(siblings, None, position.modified_ns, _stat(self.path)) if position.modified_ns is not None else []
+        if later and self._open_at(later[0], 0):
+            # the saved file itself was rotated and deleted while we were down (rotate 1, or a slow
+            # restart): its rest is lost, but every file rotated after it is read, oldest first
+            log.warning("the file of the saved log position is gone; its unread rest is lost, reading the %d file(s) rotated after it "
+                        "path=%s", len(later), self.path)
+            self.counters.rotations += 1
+            opened = os.fstat(self._fd)
+            yield from self._finish_rotated(siblings, opened.st_ino, opened.st_mtime_ns)
             return
         if os.path.exists(self.path):
             log.warning("saved log position matches no file; reading the current one from its start path=%s", self.path)
             self.counters.rotations += 1
 
-    def _rotated_after(self, siblings: list[str], current: BinaryIO | None) -> list[str]:
-        """The files rotated after the open (finished) one and before `current`, oldest first.
+    def _finish_rotated(self, siblings: list[str], first_inode: int, first_modified_ns: int) -> Iterator[bytes | _FileReplaced]:
+        """Read the open rotated file to its end, then every file rotated after it, then follow the current one."""
+        try:  # the current file, held from now: a rotation during this catch-up cannot skip it
+            current: BinaryIO | None = open(self.path, "rb")  # noqa: SIM115 - becomes the followed file
+        except OSError:
+            current = None
+        later = self._rotated_after(siblings, first_inode, first_modified_ns, os.fstat(current.fileno()) if current is not None else None)
+        for rotated in [None, *later]:  # None: the file open now
+            if rotated is not None and not self._open_at(rotated, 0):
+                continue
+            yield from self._drain()
+            yield from self._flush()
+            self.close()
+            self.counters.rotations += 1
+            yield FILE_REPLACED
+        if current is not None:
+            self._adopt(current, 0)  # poll() reads it next, or finishes it if rotated meanwhile
+
+    def _rotated_after(self, siblings: list[str], first_inode: int | None, first_modified_ns: int, last: os.stat_result | None) -> list[str]:
+        """The files rotated after the first one (an open file, or a gone one last known modified at
+        `first_modified_ns`) and before the current one (`last`), oldest first.
 
         A rotated file is no longer written, so modification times order them whatever the naming
         (.1 .2, dates, kubelet's symlink targets); compressed copies cannot be read and are skipped."""
-        assert self._file is not None
-        first = os.fstat(self._file.fileno())
-        last = os.fstat(current.fileno()) if current is not None else None
-        skip = {first.st_ino} | ({last.st_ino} if last is not None else set())
+        skip = ({first_inode} if first_inode is not None else set()) | ({last.st_ino} if last is not None else set())
         found = []
         for candidate in siblings:
             stat = _stat(candidate)
             if stat is None or stat.st_ino in skip or candidate.endswith(_COMPRESSED) or not candidate.startswith(self.path):
                 continue
-            if first.st_mtime_ns <= stat.st_mtime_ns <= (last.st_mtime_ns if last is not None else stat.st_mtime_ns):
+            if first_modified_ns <= stat.st_mtime_ns <= (last.st_mtime_ns if last is not None else stat.st_mtime_ns):
                 skip.add(stat.st_ino)  # a file twice among the siblings (a link) is read once
                 found.append((stat.st_mtime_ns, candidate))
         return [candidate for _, candidate in sorted(found)]

@@ -28,6 +28,12 @@ class FilePosition:
     # the file's inode: first bytes alone are ambiguous (logs often start alike), and a rotation by
     # rename keeps the inode; None in positions saved before 0.3 (matched by their first bytes only)
     inode: int | None = None
+    # the file's modification time (ns) then: if the file is gone after a restart, files rotated later
+    # than this hold the lines written since; None in positions saved before it was kept
+    modified_ns: int | None = None
+    # sha256 of the bytes just before `offset`: an inode reused by a new file that starts alike
+    # (tmpfs hands a deleted file's inode to the next one) still differs there; None in older positions
+    before_offset: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -37,12 +43,13 @@ class FilePosition:
         """Read a saved position; keys this version does not know (an older version's `device`) are
         passed over, so an upgrade resumes where the old version stopped. TypeError if a field is
         missing or of the wrong type."""
-        inode = entry.get("inode")
+        inode, modified, before = entry.get("inode"), entry.get("modified_ns"), entry.get("before_offset")
         return cls(
             path=_typed(entry, "path", str), fingerprint=_typed(entry, "fingerprint", str),
             fingerprint_length=_typed(entry, "fingerprint_length", int), offset=_typed(entry, "offset", int),
             rotations=_typed(entry, "rotations", int, 0), truncations=_typed(entry, "truncations", int, 0),
-            inode=inode if isinstance(inode, int) else None,
+            inode=inode if isinstance(inode, int) else None, modified_ns=modified if isinstance(modified, int) else None,
+            before_offset=before if isinstance(before, str) else None,
         )
 
 
@@ -58,15 +65,26 @@ def fingerprint_of(handle: BinaryIO, length: int) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+BEFORE_OFFSET_BYTES = 64
+
+
+def before_offset(handle: BinaryIO, offset: int) -> str:
+    """The fingerprint of the bytes just before `offset` (FilePosition.before_offset)."""
+    start = max(0, offset - BEFORE_OFFSET_BYTES)
+    return hashlib.sha256(os.pread(handle.fileno(), offset - start, start)).hexdigest()
+
+
 def matches(path: str, position: FilePosition, *, any_inode: bool = False) -> bool:
     """Is the file at `path` the one `position` was taken in (same inode unless `any_inode`, first
-    bytes equal, long enough)? `any_inode` recognises a copy of it (copytruncate)."""
+    bytes and bytes before the offset equal, long enough)? `any_inode` recognises a copy of it (copytruncate)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(position.fingerprint_length)
             stat = os.fstat(handle.fileno())
+            long_enough = stat.st_size >= position.offset
+            same_middle = position.before_offset is None or (long_enough and before_offset(handle, position.offset) == position.before_offset)
     except OSError:
         return False
     same_file = any_inode or position.inode in (None, stat.st_ino)
     fingerprint = len(data) == position.fingerprint_length and hashlib.sha256(data).hexdigest() == position.fingerprint
-    return same_file and fingerprint and stat.st_size >= position.offset
+    return same_file and fingerprint and long_enough and same_middle
