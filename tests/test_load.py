@@ -12,6 +12,7 @@ import asyncio
 import os
 import statistics
 import time
+from collections import Counter
 
 import httpx
 import pytest
@@ -36,15 +37,14 @@ def log_with_series(count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def hammer(base: str) -> tuple[list[float], int, int]:
+async def hammer(base: str) -> tuple[list[float], Counter[str], int]:
     latencies: list[float] = []
-    errors = 0
+    errors: Counter[str] = Counter()  # what went wrong, so a failure says it
     deadline = time.monotonic() + SECONDS
     limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
     async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as client:
 
         async def one_client(index: int) -> None:
-            nonlocal errors
             paths = ("/metrics", "/api/v1/status")
             turn = index
             while time.monotonic() < deadline:
@@ -52,9 +52,9 @@ async def hammer(base: str) -> tuple[list[float], int, int]:
                 try:
                     response = await client.get(paths[turn % 2])
                     if response.status_code != 200:
-                        errors += 1
-                except httpx.HTTPError:
-                    errors += 1
+                        errors[f"{paths[turn % 2]} answered {response.status_code}"] += 1
+                except httpx.HTTPError as error:
+                    errors[f"{paths[turn % 2]}: {type(error).__name__} {error}"] += 1
                 latencies.append(time.monotonic() - started)
                 turn += 1
 
@@ -70,8 +70,8 @@ def test_200_clients_against_1000_series_get_no_errors(tmp_path):
         latencies, errors, requests = asyncio.run(hammer(exporter.base_url))
     latencies.sort()
     print(
-        f"\nload: {CLIENTS} clients for {SECONDS:.0f} s against {SERIES} series: {requests} requests, {errors} errors, "
+        f"\nload: {CLIENTS} clients for {SECONDS:.0f} s against {SERIES} series: {requests} requests, {sum(errors.values())} errors, "
         f"p50 {statistics.median(latencies) * 1000:.0f} ms, p99 {latencies[int(len(latencies) * 0.99) - 1] * 1000:.0f} ms"
     )
-    assert errors == 0
+    assert not errors, dict(errors)
     assert requests >= CLIENTS
