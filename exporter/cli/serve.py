@@ -93,7 +93,10 @@ def run(settings: Settings) -> None:
         "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",
         "https" if tls else "http", host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", **tls)
+    # keep-alive past a scrape interval (Prometheus reuses its connection); with uvicorn's 5 s, a loop
+    # busy for seconds under a storm of status requests closed connections whose next request was
+    # already in their buffer ("Server disconnected without sending a response")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=75, **tls)
     try:
         _CalmServer(config).run()
     except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a clean shutdown
