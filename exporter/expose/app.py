@@ -7,6 +7,7 @@ its lifespan, so a test can run the whole sidecar in-process or as a subprocess 
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -93,9 +94,11 @@ def create_app(
         headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"} if gzip else {"Vary": "Accept-Encoding"}
         return Response(body, media_type=CONTENT_TYPE, headers=headers)
 
+    status_body = StatusBody(store, lambda: bytes(JSONResponse(_status(store, settings)).body))
+
     @app.get("/api/v1/status")
-    def status() -> JSONResponse:
-        return JSONResponse(_status(store, settings))
+    def status() -> Response:
+        return Response(status_body.latest(), media_type="application/json")
 
     @app.post("/api/v1/acknowledge")
     async def acknowledge_route(request: Request) -> JSONResponse:
@@ -151,6 +154,26 @@ def accepts_gzip(accept_encoding: str) -> bool:
         except ValueError:
             return False
     return False
+
+
+class StatusBody:
+    """The status JSON, rendered at most once per second of the store's clock and per store version:
+    requests that come together share one render (each is a report of every series, and 200 pages
+    polling at once rendered it 200 times), and a changed store or a new second renders afresh."""
+
+    def __init__(self, store: Store, render: Callable[[], bytes]) -> None:
+        self.store, self.render = store, render
+        self._lock = threading.Lock()  # one render at a time; the others wait for it and share it
+        self._key: tuple[int, int] | None = None
+        self._body = b""
+
+    def latest(self) -> bytes:
+        self.store.complete()  # lines read but not yet counted reach the store before its version is compared
+        key = (self.store.version, int(self.store.clock()))
+        with self._lock:
+            if key != self._key:
+                self._body, self._key = self.render(), key
+            return self._body
 
 
 def _status(store: Store, settings: DeriveSettings) -> dict[str, Any]:

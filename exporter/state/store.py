@@ -88,7 +88,8 @@ class Store:
         follower) hands them over then, so no reader ever sees a line read but not yet counted."""
         self._before_read.append(hook)
 
-    def _complete(self) -> None:
+    def complete(self) -> None:
+        """Let every source that batches hand over what it has read (see before_read)."""
         for hook in self._before_read:
             hook()
 
@@ -128,7 +129,7 @@ class Store:
     def acknowledge(self, match: Mapping[str, str | None], identity: SpecIdentity | None = None) -> list[SeriesKey]:
         """Take what the matching series do now as their new normal. All or nothing: a filter that
         matches no series, or a config a matching series does not run, raises and changes nothing."""
-        self._complete()
+        self.complete()
         with self._lock:
             if self.health is None:
                 raise AcknowledgeError(409, "this sidecar keeps no references to acknowledge")
@@ -184,7 +185,7 @@ class Store:
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
-        self._complete()
+        self.complete()
         now = self.clock()
         with self._lock:
             series = tuple(
@@ -230,7 +231,7 @@ class Store:
 
     def export_memories(self) -> list[dict[str, object]]:
         """Each series' references and health history, for the state dir."""
-        self._complete()
+        self.complete()
         with self._lock:
             live = [{"key": key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
             waiting = [{"key": key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
@@ -258,7 +259,7 @@ class Store:
 
     def export_counters(self) -> dict[str, object]:
         """Every series' lifetime totals and every source's counters, for the state dir."""
-        self._complete()
+        self.complete()
         with self._lock:
             series = [series_json(s.key, s.lifetime, s.variants) for s in self._series.values()]
             sources = [source_json(upstream, stats) for upstream, stats in self._sources.items()]
