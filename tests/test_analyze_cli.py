@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from conftest import CAPTURE
+from helpers import without_read_times
 
 pytestmark = pytest.mark.slow  # the CLI as a process
 
@@ -91,12 +92,6 @@ def test_files_read_in_parallel_give_the_report_of_one_process(tmp_path):
         path = tmp_path / name
         path.write_bytes(gzip.compress(sample.read_bytes()) if name.endswith(".gz") else sample.read_bytes())
         paths.append(str(path))
-
-    def without_read_times(report: dict) -> dict:  # type: ignore[type-arg]
-        for source in report["sources"]:
-            source.pop("last_success")
-            source.pop("last_spec_line")
-        return report
 
     alone, parallel = (without_read_times(analyze_json("--jobs", jobs, *paths)) for jobs in ("1", "3"))
     assert [s["upstream"] for s in parallel["series"]] == sorted(paths)

@@ -19,8 +19,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from helpers import without_read_times
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import prefix_counts
 
 from exporter.config import DeriveSettings
 from exporter.intervals.batch import interpret_block
@@ -40,12 +42,7 @@ def curves(draw: st.DrawFn) -> tuple[int, list[int]]:
     """(D, A_i): non-increasing counts, often with a near-zero tail."""
     k = draw(st.integers(1, 16))
     drafts = draw(st.integers(1, 5000))
-    counts, ceiling = [], drafts
-    for _ in range(k):
-        count = draw(st.integers(0, ceiling) | st.integers(0, min(ceiling, 2)))
-        counts.append(count)
-        ceiling = count
-    return drafts, counts
+    return drafts, prefix_counts(draw, k, drafts)
 
 
 def _prefix(draw: st.DrawFn, stamp: str, source: str = "metrics.py:101") -> str:
@@ -231,10 +228,7 @@ def test_analyze_reports_are_equal_both_ways(tmp_path: Path, lines: list[str]):
     path.write_text("\n".join(lines) + "\n")
 
     def report(batch: bool) -> dict:  # type: ignore[type-arg]
-        document = analyze([str(path)], DeriveSettings(), AnalyzeOptions(progress=False, batch=batch))
-        for source in document.get("sources", []):  # when the file was read (wall clock), not what it said
-            source.pop("last_success", None)
-            source.pop("last_spec_line", None)
+        document = without_read_times(analyze([str(path)], DeriveSettings(), AnalyzeOptions(progress=False, batch=batch)))
         return json.loads(json.dumps(document))
 
     assert report(True) == report(False)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
-from test_export import prometheus_client_rendering
+from test_export import Clock, prometheus_client_rendering
 from waiting import wait_until
 
 from exporter import metric_names as names
@@ -30,14 +30,6 @@ WINDOWS = {"1m": 60.0, "5m": 300.0, "1h": 3600.0}
 # the verdict's memory as `serve` keeps it, with a reference that is ready after the first intervals,
 # so its gauges (health since, reference L and per position) are rendered and counted too
 RULE = ReferenceRule(min_drafts=100)
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _interval(key: SeriesKey, k: int, end: float, plugin: bool, scale: int = 1) -> Interval:

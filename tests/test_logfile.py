@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from workload import rotate_by_rename as rotate
 
 from exporter.intervals.pipeline import pipelines_into
 from exporter.sources.linebuffer import LineBuffer, split_lines
@@ -30,6 +31,16 @@ def poll(followed: FollowedFile) -> list[object]:
     for item in followed.poll():
         items.extend([item] if item is FILE_REPLACED else split_lines(item)[0])  # type: ignore[arg-type]
     return items
+
+
+def read_and_stop(log: Path) -> tuple[list[object], FilePosition]:
+    """A sidecar that reads `log` to its end and stops: the lines it read, the position it saved."""
+    first = FollowedFile(str(log), start_at_end=False)
+    lines = poll(first)
+    saved = first.position()
+    first.close()
+    assert saved is not None
+    return lines, saved
 
 
 @pytest.fixture
@@ -230,10 +241,8 @@ def test_resume_at_a_saved_position_in_the_same_file(tmp_path):
 def test_resume_finishes_a_file_rotated_while_stopped(tmp_path):
     log = tmp_path / "vllm.log"
     write(log, "a\n" * 200)
-    first = FollowedFile(str(log), start_at_end=False)
-    assert len(poll(first)) == 200
-    saved = first.position()
-    first.close()
+    lines, saved = read_and_stop(log)
+    assert len(lines) == 200
     write(log, "written before the rotation\n")
     os.rename(log, tmp_path / "vllm.log.1")
     write(log, "new file\n")
@@ -246,10 +255,7 @@ def test_resume_finishes_a_file_rotated_while_stopped(tmp_path):
 def test_resume_after_a_truncation_while_stopped_reads_the_copy_then_the_file(tmp_path):
     log = tmp_path / "vllm.log"
     write(log, "a\n" * 200)
-    first = FollowedFile(str(log), start_at_end=False)
-    poll(first)
-    saved = first.position()
-    first.close()
+    _, saved = read_and_stop(log)
     write(log, "late\n")
     (tmp_path / "vllm.log.1").write_bytes(log.read_bytes())  # logrotate copytruncate
     write(log, "", mode="w")
@@ -296,15 +302,6 @@ def test_deferred_lines_are_handed_over_before_the_store_is_read(tmp_path):
     source.stop()
 
 
-def rotate(log: Path, keep: int = 3) -> None:
-    """tests/workload.py's rename rotation: .2 → .3, .1 → .2, the log → .1, a new empty log."""
-    for index in range(keep - 1, 0, -1):
-        older = log.with_name(f"{log.name}.{index}")
-        if older.exists():
-            os.replace(older, log.with_name(f"{log.name}.{index + 1}"))
-    os.replace(log, log.with_name(f"{log.name}.1"))
-    log.touch()
-
 
 @pytest.mark.parametrize("rotations", [1, 2, 3])
 def test_resume_after_rotations_of_files_that_start_alike_reads_each_line_once(tmp_path, rotations):
@@ -313,10 +310,8 @@ def test_resume_after_rotations_of_files_that_start_alike_reads_each_line_once(t
     log = tmp_path / "vllm.log"
     same_start = "the same first line of every file\n" * 10  # longer than the fingerprint
     write(log, same_start + "old 1\n")
-    first = FollowedFile(str(log), start_at_end=False)
-    assert poll(first)[-1] == "old 1"
-    saved = first.position()
-    first.close()
+    lines, saved = read_and_stop(log)
+    assert lines[-1] == "old 1"
     write(log, "after the save\n")
     for number in range(1, rotations + 1):
         rotate(log)
@@ -341,11 +336,9 @@ def test_resume_after_the_saved_file_was_deleted_reads_every_file_rotated_after_
     write(log, same_start + "old 1\n")
     (tmp_path / "vllm.log.old").write_text("rotated before the save\n")  # older than the position: not read
     os.utime(tmp_path / "vllm.log.old", ns=(1, 1))
-    first = FollowedFile(str(log), start_at_end=False)
-    assert poll(first)[-1] == "old 1"
-    saved = first.position()
-    first.close()
-    assert saved is not None and saved.modified_ns is not None
+    lines, saved = read_and_stop(log)
+    assert lines[-1] == "old 1"
+    assert saved.modified_ns is not None
     write(log, "after the save, lost with its file\n")
     for number in (1, 2):
         rotate(log, keep=1)
@@ -366,11 +359,8 @@ def test_a_file_with_the_same_inode_and_first_bytes_is_not_ours_if_it_differs_be
     log = tmp_path / "vllm.log"
     head = "the same first line of every file\n" * 10
     write(log, head + "ours\n")
-    followed = FollowedFile(str(log), start_at_end=False)
-    poll(followed)
-    saved = followed.position()
-    followed.close()
-    assert saved is not None and matches(str(log), saved)
+    _, saved = read_and_stop(log)
+    assert matches(str(log), saved)
     inode = log.stat().st_ino
     write(log, head + "new!\nand more\n", mode="w")
     assert log.stat().st_ino == inode
@@ -380,10 +370,7 @@ def test_a_file_with_the_same_inode_and_first_bytes_is_not_ours_if_it_differs_be
 def test_resume_after_two_copytruncates_reads_the_first_copy_then_the_second(tmp_path):
     log = tmp_path / "vllm.log"
     write(log, "a\n" * 200)
-    first = FollowedFile(str(log), start_at_end=False)
-    poll(first)
-    saved = first.position()
-    first.close()
+    _, saved = read_and_stop(log)
     write(log, "late\n")
     for number in (1, 2):
         for index in (2, 1):

@@ -11,6 +11,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import prefix_counts
 
 from exporter.intervals.reconstruct import reconstruct, split_positions
 from exporter.judge.derive import conditional_acceptance, position_acceptance
@@ -71,12 +72,7 @@ def spec_intervals(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     """Exact (D, k, A_i, T): A_i non-increasing (prefix acceptance), T between its bounds."""
     k = draw(st.integers(1, 16))
     drafts = draw(st.integers(1, 6000))
-    counts, ceiling = [], drafts
-    for _ in range(k):
-        # nearly-zero tails are where rounding leaves most room: 0.000 allows up to 0.0005·D
-        count = draw(st.integers(0, ceiling) | st.integers(0, min(ceiling, 3)))
-        counts.append(count)
-        ceiling = count
+    counts = prefix_counts(draw, k, drafts, tail=3)  # a rate printed 0.000 allows up to 0.0005·D
     accepted = sum(counts)
     fixed = draw(st.booleans())
     # a draft that accepted j tokens drafted at least max(1, j) of them

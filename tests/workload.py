@@ -55,12 +55,7 @@ class LogWriter(threading.Thread):
 
     def _rotate(self) -> None:
         if self.how == "rename":
-            for index in range(self.keep - 1, 0, -1):
-                older = self.path.with_name(f"{self.path.name}.{index}")
-                if older.exists():
-                    os.replace(older, self.path.with_name(f"{self.path.name}.{index + 1}"))
-            os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
-            self.path.touch()
+            rotate_by_rename(self.path, self.keep)
         elif self.how == "copytruncate":
             shutil.copyfile(self.path, self.path.with_name(f"{self.path.name}.1"))
             with open(self.path, "r+") as handle:
@@ -88,3 +83,13 @@ class LogWriter(threading.Thread):
                     self._rotate()
                 last_rotation = time.monotonic()
             self._halt.wait(step)  # the writer's pace, not a synchronisation
+
+
+def rotate_by_rename(path: Path, keep: int = 3) -> None:
+    """logrotate's default: .2 → .3, .1 → .2, the log → .1, a new empty log."""
+    for index in range(keep - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{index}")
+        if older.exists():
+            os.replace(older, path.with_name(f"{path.name}.{index + 1}"))
+    os.replace(path, path.with_name(f"{path.name}.1"))
+    path.touch()

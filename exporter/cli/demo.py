@@ -28,7 +28,7 @@ def run_demo(
     speed: float,
     windows: dict[str, float],
     health_window: str,
-    reference: tuple[float, float, int] = (7 * 86400.0, 86400.0, 1000),
+    reference: tuple[float, float, int],
 ) -> None:
     """Start the simulator, then serve the sidecar in the foreground until Ctrl-C; clean up both."""
     from exporter.cli.serve import run  # FastAPI/uvicorn only when serving

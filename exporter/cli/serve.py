@@ -75,7 +75,7 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
     if settings.state_dir:
         # last: it restores before anything starts and saves after the log follower has stopped
         sources.append(StateKeeper(store, settings.state_dir, logs=log_source))
-    return create_app(store, settings.derive, sources, security, settings.exposition, settings.exposition.max_age)
+    return create_app(store, settings.derive, sources, security, settings.exposition)
 
 
 def run(settings: Settings) -> None:

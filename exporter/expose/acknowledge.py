@@ -57,8 +57,7 @@ def acknowledge(store: Store, settings: DeriveSettings, body: Any, who: str) -> 
     answer = []
     for key in keys:
         series = snapshot.get(key)
-        rule = series.reference_rule if series else None
-        fields = memory_fields(series.memory if series else None, rule.min_drafts if rule else 0)
+        fields = memory_fields(series.memory if series else None, series.reference_rule if series else None)
         log.warning(
             "acknowledged by=%s series=%s/engine %s/%s/%s: new reference L=%s from %s drafts", who, key.model_name, key.engine,
             key.source, key.upstream, fields["reference"]["mean_acceptance_length"] if fields["reference"] else None,

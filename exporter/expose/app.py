@@ -48,13 +48,14 @@ def create_app(
     sources: Sequence[Source] = (),
     security: WebSecurity | None = None,
     exposition: ExpositionSettings | None = None,
-    max_age: float = 0.0,
 ) -> FastAPI:
     """Build the sidecar's ASGI app over `store`; `sources` run for the app's lifetime.
 
-    With `max_age`, /metrics answers with a body at most that many seconds old, kept young by a
-    refresher (expose/refresh.py) so that a scrape does not wait for a render; 0: built per request.
+    With the exposition's `max_age`, /metrics answers with a body at most that many seconds old,
+    kept young by a refresher (expose/refresh.py) so that a scrape does not wait for a render; 0:
+    built per request.
     """
+    max_age = exposition.max_age if exposition is not None else 0.0
     renderer = MetricsRenderer(store, settings, exposition)
     if max_age > 0:
         # every max_age, not more often: each rebuild of a busy store pays a snapshot of every series

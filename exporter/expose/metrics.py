@@ -91,6 +91,7 @@ class MetricsRenderer:
             self._published = self._body.gzip()
 
     def _refresh(self) -> None:
+        self.store.complete()  # lines read but not yet handed over count in the version read next
         version = self.store.version  # read before the snapshot: a write after it is seen next time
         generation = self._body.generation
         self._body.update(self._owners(self.store.snapshot()))

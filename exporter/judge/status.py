@@ -14,7 +14,7 @@ from exporter.judge.assess import assess
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived
 from exporter.judge.memory import health_since
-from exporter.state.reference import Profile, SeriesMemory, SpecIdentity
+from exporter.state.reference import HEALTHY, Profile, ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.snapshot import SeriesSnapshot, Snapshot
 from exporter.state.window import Totals
 
@@ -95,7 +95,7 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
             "source": assessment.baseline.source,
         },
         "health_since": health_since(series.memory, assessment.verdict.state),
-        **memory_fields(series.memory, series.reference_rule.min_drafts if series.reference_rule else 0),
+        **memory_fields(series.memory, series.reference_rule),
         "notes": list(assessment.notes),
         "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],
         "start": totals.start,
@@ -118,7 +118,7 @@ def profile_fields(profile: Profile) -> dict[str, Any]:
     }
 
 
-def memory_fields(memory: SeriesMemory | None, min_drafts: int) -> dict[str, Any]:
+def memory_fields(memory: SeriesMemory | None, rule: ReferenceRule | None) -> dict[str, Any]:
     """The reference the verdict judges against, the earlier ones, and the unhealthy spans."""
     if memory is None:
         return {"reference": None, "previous_references": [], "unhealthy_spans": [], "reference_adopted": None}
@@ -126,9 +126,9 @@ def memory_fields(memory: SeriesMemory | None, min_drafts: int) -> dict[str, Any
         "reference": {
             **profile_fields(memory.reference),
             **_identity(memory.identity),
-            "ready": memory.reference.drafts >= min_drafts,
-            "min_drafts": min_drafts,
-            "learning": memory.state in ("", "ok", "wasteful") and memory.quiet_since is None,
+            "ready": rule is None or memory.ready(rule) is not None,
+            "min_drafts": rule.min_drafts if rule else 0,
+            "learning": (not memory.state or memory.state in HEALTHY) and memory.quiet_since is None,
         },
         "previous_references": [
             {**profile_fields(r.profile), **_identity(r.identity), "retired": r.reason, "retired_at": r.at} for r in memory.retired

@@ -16,11 +16,10 @@ from collections.abc import Callable
 from prometheus_client.utils import floatToGoString as _untyped_float_text
 
 from exporter.simulate.engine import Counts, Engine, ServerView
-from exporter.simulate.layouts import ITERATION_FROM_API_SERVER, NEWEST, minor
+from exporter.simulate.layouts import ITERATION_FROM_API_SERVER, minor
 from exporter.simulate.layouts import source as file_line
 
 LOG_FORMATS = ("V1-e", "V1-d", "V1-c", "V1-b", "V0-b")
-SERVER_VERSION = NEWEST  # the vLLM the simulator writes as by default (--vllm-version): startup lines, /version
 
 floatToGoString: Callable[[float], str] = _untyped_float_text  # prometheus_client's number format; its function is untyped
 

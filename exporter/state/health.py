@@ -52,8 +52,9 @@ class HealthMemory:
         state = self.judge(series.key, config, recent, series.memory.ready(self.rule))
         series.memory = self._observe(series.key, series.memory, interval, state)
 
-    def remember_columns(self, series: Remembered, config: SpecConfig, columns: IntervalColumns) -> None:
-        """`remember` for every interval of `columns` in turn, at once where remember.py covers the block."""
+    def remember_columns(self, series: Remembered, config: SpecConfig, columns: IntervalColumns, intervals: list[Interval] | None = None) -> None:
+        """`remember` for every interval of `columns` in turn, at once where remember.py covers the block;
+        `intervals`: the block's records, where the caller built them already."""
         judge_many = self.judge_many
         if judge_many is not None:
             from exporter.state.remember import remember_columns  # numpy only where blocks are batched
@@ -65,10 +66,10 @@ class HealthMemory:
             )
             if done is not None:
                 series.memory, kept = done
-                series.recent.add_columns(columns.rows(kept, len(columns)), columns.intervals(kept))
+                series.recent.add_columns(columns.rows(kept, len(columns)), intervals[kept:] if intervals is not None else columns.intervals(kept))
                 series.recent.totals(float(columns.ends[-1]))  # evicts what left the window during the block
                 return
-        for interval in columns.intervals():
+        for interval in intervals if intervals is not None else columns.intervals():
             self.remember(series, config, interval)
 
     def acknowledge(self, series: Remembered, config: SpecConfig, at: float) -> None:

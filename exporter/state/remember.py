@@ -187,9 +187,9 @@ def remember_columns(
     if covered is None:
         return None
     rows, base = covered
-    walk = _Walk(rows, columns, base, judge, observe, rule)
-    walk.sums, window_starts = rows.windows(base, window.seconds)
-    walk.looks_healthy = np.isin(judge(walk.sums, np.full(len(columns), np.nan), np.zeros(len(columns), np.int64)), tuple(HEALTHY))
+    sums, window_starts = rows.windows(base, window.seconds)
+    looks_healthy = np.isin(judge(sums, np.full(len(columns), np.nan), np.zeros(len(columns), np.int64)), tuple(HEALTHY))
+    walk = _Walk(rows, columns, base, sums, looks_healthy, judge, observe, rule)
     at, stretch = 0, FIRST_STRETCH
     while at < len(columns):
         stop = min(len(columns), at + stretch)
@@ -198,22 +198,21 @@ def remember_columns(
     return memory, max(0, int(window_starts[-1]) - base)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Walk:
     """One block's walk through its verdicts, a stretch at a time."""
 
     rows: _Rows
     columns: IntervalColumns
     base: int  # rows of the judged window before the block
+    sums: WindowSums  # each block row's judged window
+    looks_healthy: np.ndarray  # healthy when judged without a reference
     judge: JudgeWindows
     observe: Observe
     rule: ReferenceRule
-    sums: WindowSums | None = None
-    looks_healthy: np.ndarray | None = None  # healthy when judged without a reference
 
     def stretch(self, memory: SeriesMemory, at: int, stop: int) -> tuple[SeriesMemory, int]:
         """The memory after block rows at … up to where the verdicts hold; that row."""
-        assert self.sums is not None and self.looks_healthy is not None
         learning = memory.state not in UNHEALTHY  # else the reference is frozen for the whole stretch
         chosen = self.base + np.arange(at, stop)
         pooled = pool(memory.reference, self.rows, chosen[self.looks_healthy[at:stop]] if learning else chosen[:0], self.rule)

@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
@@ -99,7 +99,11 @@ class Store:
             series = self._series_of(interval.key)
             series.lifetime = series.lifetime.plus(interval)
             series.variants[interval.variant] += 1
-            self._keep(series, (interval,))
+            for window in series.windows.values():
+                window.add(interval)
+            if self.health is not None:
+                self.health.remember(series, self._config_of(series.key.upstream), interval)
+            series.last_update = self.clock()
 
     def record_columns(self, columns: IntervalColumns) -> None:
         """Many intervals of one series (the batch path), leaving the state record_interval leaves
@@ -110,21 +114,12 @@ class Store:
             series = self._series_of(columns.key)
             series.lifetime = plus_columns(series.lifetime, columns)
             series.variants[columns.variant] += len(columns)
-            if series.windows:
-                intervals = columns.intervals()
-                for window in series.windows.values():
-                    window.add_columns(columns, intervals)
-            if self.health is not None:
-                self.health.remember_columns(series, self._config_of(columns.key.upstream), columns)
-            series.last_update = self.clock()
-
-    def _keep(self, series: _Series, intervals: Iterable[Interval]) -> None:
-        for interval in intervals:
+            intervals = columns.intervals() if series.windows else None  # records only where windows keep them
             for window in series.windows.values():
-                window.add(interval)
+                window.add_columns(columns, intervals or [])
             if self.health is not None:
-                self.health.remember(series, self._config_of(series.key.upstream), interval)
-        series.last_update = self.clock()
+                self.health.remember_columns(series, self._config_of(columns.key.upstream), columns, intervals)
+            series.last_update = self.clock()
 
     def acknowledge(self, match: Mapping[str, str | None], identity: SpecIdentity | None = None) -> list[SeriesKey]:
         """Take what the matching series do now as their new normal. All or nothing: a filter that
@@ -225,9 +220,8 @@ class Store:
                 for upstream, stats in sorted(self._sources.items())
             )
             samples = tuple(sorted(self._samples.values(), key=lambda s: series_order(s.key)))
-            return Snapshot(
-            taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples, window_seconds=self.window_seconds
-        )
+            return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples,
+                            window_seconds=self.window_seconds)
 
     def export_memories(self) -> list[dict[str, object]]:
         """Each series' references and health history, for the state dir."""
