@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from datetime import datetime
 
 import pytest
@@ -141,7 +143,9 @@ def test_recommendation_is_the_brute_force_argmax_and_never_above_k(rates, cost)
     curve = speedup_curve(expected_tokens_per_step(rates), cost)
     best = recommended_speculative_tokens(curve)
     assert 0 <= best <= len(rates)
-    brute = max(range(len(rates) + 1), key=lambda k: ((1 + sum(rates[:k])) / cost.step(k), -k))
+    # E(k') = 1 + r_0 + … + r_{k'-1} added left to right, as written (sum() starts from 0: another
+    # last bit, enough to break a tie the other way)
+    brute = max(range(len(rates) + 1), key=lambda k: (functools.reduce(operator.add, rates[:k], 1.0) / cost.step(k), -k))
     assert best == brute
 
 
