@@ -110,7 +110,7 @@ TABLES: dict[str, tuple[str, ...]] = {
                    "sidecar_resources", "vllm_resources", "state_storage", "state_storage_class"),
     "output": ("rules_file", "alerts_file", "dashboards_dir", "kubernetes_dir", "vllm_logging_file", "alertmanager_file"),
 }
-WORKLOADS = ("vllm", "simulator")
+WORKLOADS = ("vllm", "simulator", "none")  # none: the sidecar joins another chart's pods (production-stack, llm-d)
 
 
 def _read(text: str, origin: str) -> dict[str, Any]:

@@ -285,14 +285,14 @@ def _logging_configmap() -> dict[str, Any]:
 def manifests(config: MixinConfig) -> dict[str, dict[str, Any]]:
     """File name → manifest."""
     files = {
-        "statefulset.yaml": _stateful_set(config),
-        "service.yaml": _service(),
         "podmonitor.yaml": pod_monitor(config),
-        "networkpolicy.yaml": _network_policy(config),
         "prometheusrule.yaml": prometheus_rule(config),
         "alertmanagerconfig.yaml": alertmanager_config(config),
         "dashboards-configmap.yaml": dashboards_configmap(config),
     }
+    if config.workload == "none":  # another chart owns the pods (and their network policy): monitoring only
+        return files
+    files |= {"statefulset.yaml": _stateful_set(config), "service.yaml": _service(), "networkpolicy.yaml": _network_policy(config)}
     if config.workload == "vllm":
         files |= {"model-configmap.yaml": _model_configmap(), "logging-configmap.yaml": _logging_configmap()}
     return files
