@@ -290,8 +290,8 @@ def manifests(config: MixinConfig) -> dict[str, dict[str, Any]]:
         "alertmanagerconfig.yaml": alertmanager_config(config),
         "dashboards-configmap.yaml": dashboards_configmap(config),
     }
-    if config.workload == "none":  # another chart owns the pods (and their network policy): monitoring only
-        return files
+    if config.workload == "none":  # another chart owns the pods (and their network policy): monitoring and vLLM's log config
+        return files | {"logging-configmap.yaml": _logging_configmap()}
     files |= {"statefulset.yaml": _stateful_set(config), "service.yaml": _service(), "networkpolicy.yaml": _network_policy(config)}
     if config.workload == "vllm":
         files |= {"model-configmap.yaml": _model_configmap(), "logging-configmap.yaml": _logging_configmap()}
