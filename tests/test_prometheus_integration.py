@@ -84,8 +84,10 @@ def stack(tmp_path_factory) -> Iterator[dict]:  # type: ignore[type-arg]
             "rule_files": [str(tmp / "deploy/prometheus/specdecode.rules.yml"), str(tmp / "deploy/prometheus/specdecode.alerts.yml")],
             "alerting": {"alertmanagers": [{"static_configs": [{"targets": [am]}]}]},
             "scrape_configs": [
-                {"job_name": "vllm", "static_configs": [{"targets": list(sims.values())}]},
-                {"job_name": "specdecode", "static_configs": [{"targets": [sidecar]}]},
+                # each target with the topology labels an operator's PodMonitor would add
+                {"job_name": "vllm", "static_configs": [{"targets": [address], "labels": {"namespace": "inference", "pod": f"vllm-{name}"}}
+                                                        for name, address in sims.items()]},
+                {"job_name": "specdecode", "static_configs": [{"targets": [sidecar], "labels": {"namespace": "inference", "pod": "sidecar"}}]},
             ],
         }))
         prom = f"127.0.0.1:{ports['prometheus']}"
