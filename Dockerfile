@@ -11,7 +11,11 @@ LABEL org.opencontainers.image.title="specdecode-exporter" \
       org.opencontainers.image.description="Is speculative decoding paying off? Prometheus sidecar for vLLM" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/specdecode /opt/specdecode
-RUN useradd --system --uid 10001 --home-dir /var/lib/specdecode --create-home specdecode
+# Every path a service of this image writes exists here, owned by its user: a named volume mounted
+# on it starts as a copy of it (owner included), where a path the image lacks is created root-owned
+# and the non-root simulator could not write its log (tests/test_compose_files.py checks the list).
+RUN useradd --system --uid 10001 --home-dir /var/lib/specdecode --create-home specdecode \
+    && install -d -o 10001 -g 10001 /var/log/vllm /var/lib/specdecode-plugin
 ENV PATH=/opt/specdecode/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1

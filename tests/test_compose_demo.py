@@ -41,6 +41,7 @@ def test_demo_profile_files_work_with_the_real_binaries(tmp_path):
         "0.0.0.0:9847": f"127.0.0.1:{ports['sidecar']}",
         "/var/log/vllm": str(tmp_path / "logs"),
         "/var/lib/specdecode": str(tmp_path / "state"),
+        "/etc/specdecode": str(ROOT / "deploy/sidecar"),  # the web config, mounted read-only as compose does
     }
     (tmp_path / "logs").mkdir()
     config = yaml.safe_load((ROOT / "deploy/prometheus/demo/prometheus.yml").read_text())
@@ -81,6 +82,12 @@ def test_demo_profile_files_work_with_the_real_binaries(tmp_path):
             return len(targets) == 2 and all(t["health"] == "up" for t in targets) and bool(length["data"]["result"])
 
         wait_until(scraped_and_recorded, "both targets up and the recording rule filled", timeout=90, every=0.5, detail=lambda: str(seen))
+        # the sidecar's published port: acknowledge (and the rest) only with the web config's credentials,
+        # which the committed Prometheus config scrapes with (its target is up, above)
+        sidecar_url = f"http://127.0.0.1:{ports['sidecar']}"
+        refused = httpx.post(f"{sidecar_url}/api/v1/acknowledge", json={"model_name": "x"}, timeout=5)
+        assert refused.status_code == 401
+        assert httpx.get(f"{sidecar_url}/metrics", auth=("prometheus", "change-me"), timeout=5).status_code == 200
         status = httpx.get(f"http://127.0.0.1:{ports['alertmanager']}/api/v2/status", timeout=5).json()
         assert "SpecDecodePositionZeroCollapse" in status["config"]["original"]
         assert httpx.get(f"{prom}/api/v1/alertmanagers", timeout=5).json()["data"]["activeAlertmanagers"]

@@ -36,7 +36,7 @@ def test_two_dashboards_with_stable_uids_not_vllms():
 def test_template_datasource_and_variables(name):
     variables = {v["name"]: v for v in DASHBOARDS[name]["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
-    assert {"job", "model", "engine"} <= set(variables)
+    assert {"job", "namespace", "pod", "model", "engine"} <= set(variables)
 
 
 @pytest.mark.parametrize("name, panel", panels(), ids=lambda p: p["title"] if isinstance(p, dict) else p)
@@ -60,3 +60,25 @@ def test_panel_ids_are_unique_and_grid_fits():
         ids = [p["id"] for p in dashboard["panels"]]
         assert len(ids) == len(set(ids))
         assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in dashboard["panels"])
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_replicas_are_told_apart(name):
+    """pod and instance variables; configured k counted per replica, then max/min — never summed across replicas."""
+    variables = {v["name"] for v in DASHBOARDS[name]["templating"]["list"]}
+    assert {"namespace", "pod"} <= variables
+    k_exprs = [t["expr"] for n, p in panels() if n == name for t in p["targets"] if "accepted_tokens_per_pos" in t["expr"] and "count" in t["expr"]]
+    assert k_exprs
+    for expr in k_exprs:
+        inner = re.search(r"count by \(([^)]*)\)", expr)
+        assert inner and {"pod", "instance"} <= {label.strip() for label in inner.group(1).split(",")}, expr
+        assert not re.match(r"\s*(sum|avg) ", expr), f"k of several replicas summed: {expr}"
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_not_scraped_is_shown_apart_from_no_traffic(name):
+    scraped = next(p for p in DASHBOARDS[name]["panels"] if p["title"] == "Scraped")
+    assert scraped["targets"][0]["expr"].endswith("or vector(0)")  # 0 series, not no data
+    mapping = scraped["fieldConfig"]["defaults"]["mappings"][0]["options"]["0"]
+    assert mapping["text"] == "Not scraped"
+    assert any("up{" in t["expr"] for p in DASHBOARDS[name]["panels"] for t in p["targets"])

@@ -19,7 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from exporter.mixin.config import DEMO
+from exporter.mixin.config import load
 from exporter.mixin.dashboards import dashboards
 from exporter.mixin.kubernetes import VLLM_LOGGING_CONFIG
 from exporter.parse.envelope import parse_envelope
@@ -29,7 +29,8 @@ pytestmark = pytest.mark.slow  # docker-compose, promtool and kubernetes-validat
 ROOT = Path(__file__).parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 KUBERNETES = ROOT / "deploy" / "kubernetes"
-CUSTOM_KINDS = {"PodMonitor", "PrometheusRule"}
+CUSTOM_KINDS = {"PodMonitor", "PrometheusRule", "AlertmanagerConfig"}
+DEMO = load(ROOT / "deploy/mixin/demo.toml")
 
 
 def compose(*args: str) -> subprocess.CompletedProcess[str]:
@@ -142,27 +143,39 @@ def test_prometheus_rule_equals_the_plain_rule_files_and_passes_promtool(variant
 
 
 @pytest.mark.parametrize("variant", ["gpu", "demo"])
-def test_dashboards_configmap_equals_the_committed_json(variant):
+def test_dashboards_configmap_holds_the_dashboards_in_the_stacks_folder(variant):
     configmap = manifests(variant)["dashboards-configmap.yaml"]
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
-    for name, text in configmap["data"].items():
-        assert json.loads(text) == json.loads((ROOT / "dashboards" / name).read_text())
-    assert set(configmap["data"]) == set(dashboards(DEMO))
+    assert configmap["metadata"]["annotations"] == {"grafana_folder": "Speculative decoding"}
+    if variant == "gpu":  # the committed JSON is the defaults'; the demo's describe its own windows
+        for name, text in configmap["data"].items():
+            assert json.loads(text) == json.loads((ROOT / "dashboards" / name).read_text())
+    assert {name: json.loads(text) for name, text in configmap["data"].items()} == dashboards(DEMO if variant == "demo" else load())
 
 
 @pytest.mark.parametrize("variant", ["gpu", "demo"])
 def test_pod_security_probes_resources_and_network_policy(variant):
     files = manifests(variant)
-    pod = files["deployment.yaml"]["spec"]["template"]["spec"]
+    workload = files["statefulset.yaml"]
+    pod = workload["spec"]["template"]["spec"]
     sidecar = next(c for c in pod["containers"] if c["name"] == "specdecode-exporter")
     security = sidecar["securityContext"]
     assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"] and security["capabilities"]["drop"] == ["ALL"]
     for container in pod["containers"]:
         assert container["resources"]["requests"] and container["resources"]["limits"]
-        assert container["readinessProbe"] and container["livenessProbe"]
+        assert container["livenessProbe"]
+    # vLLM's readiness decides the pod's (its Service's endpoints); the sidecar's must not take it out
+    assert "readinessProbe" not in sidecar and next(c for c in pod["containers"] if c["name"] == "vllm")["readinessProbe"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"fsGroup": 10001, "fsGroupChangePolicy": "OnRootMismatch"}
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert "emptyDir" in volumes["vllm-logs"]
     assert all(any(m["name"] == "vllm-logs" for m in c["volumeMounts"]) for c in pod["containers"])
+    # the sidecar's state outlives the pod: a claim per replica, mounted where --state-dir points
+    claims = {c["metadata"]["name"]: c for c in workload["spec"]["volumeClaimTemplates"]}
+    state_dir = sidecar["args"][sidecar["args"].index("--state-dir") + 1]
+    assert "sidecar-state" in claims and "sidecar-state" not in volumes
+    assert {"name": "sidecar-state", "mountPath": state_dir} in sidecar["volumeMounts"]
     policy = files["networkpolicy.yaml"]["spec"]
     metrics_rule = next(rule for rule in policy["ingress"] if rule["ports"][0]["port"] == 9847)
     assert metrics_rule["from"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "prometheus"}

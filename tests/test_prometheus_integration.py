@@ -13,6 +13,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -22,12 +23,13 @@ from servers import Webhook, http_server
 from waiting import wait_until
 
 from exporter.mixin.build import write
-from exporter.mixin.config import MixinConfig
+from exporter.mixin.config import DEFAULT, AlertSettings
 from exporter.mixin.dashboards import dashboards
 
 pytestmark = pytest.mark.slow  # a real Prometheus, Alertmanager and simulators
 
-FAST = MixinConfig(
+FAST = replace(
+    DEFAULT,
     rate_window="15s",
     reference_pool="1m",
     reference_hold="10m",
@@ -36,9 +38,7 @@ FAST = MixinConfig(
     reference_interval="1s",
     keep_firing_for="3s",
     evaluation_interval="1s",
-    for_short="3s",
-    for_medium="3s",
-    for_long="3s",
+    alerts={name: AlertSettings(for_="3s", severity=alert.severity) for name, alert in DEFAULT.alerts.items()},
     disagreement_window="2m",
 )
 ACCEPTANCE_ALERTS = {"SpecDecodeAcceptanceLengthLow", "SpecDecodeAcceptanceDropped", "SpecDecodePositionZeroCollapse"}
@@ -84,8 +84,10 @@ def stack(tmp_path_factory) -> Iterator[dict]:  # type: ignore[type-arg]
             "rule_files": [str(tmp / "deploy/prometheus/specdecode.rules.yml"), str(tmp / "deploy/prometheus/specdecode.alerts.yml")],
             "alerting": {"alertmanagers": [{"static_configs": [{"targets": [am]}]}]},
             "scrape_configs": [
-                {"job_name": "vllm", "static_configs": [{"targets": list(sims.values())}]},
-                {"job_name": "specdecode", "static_configs": [{"targets": [sidecar]}]},
+                # each target with the topology labels an operator's PodMonitor would add
+                {"job_name": "vllm", "static_configs": [{"targets": [address], "labels": {"namespace": "inference", "pod": f"vllm-{name}"}}
+                                                        for name, address in sims.items()]},
+                {"job_name": "specdecode", "static_configs": [{"targets": [sidecar], "labels": {"namespace": "inference", "pod": "sidecar"}}]},
             ],
         }))
         prom = f"127.0.0.1:{ports['prometheus']}"
@@ -132,7 +134,7 @@ def test_healthy_fires_only_the_wasted_positions_alert(stack):
     assert delivered(stack, healthy) & ACCEPTANCE_ALERTS == set()
 
 
-VARIABLES = {"$__rate_interval": "15s", "$job": ".*", "$instance": ".*", "$model": ".*", "$engine": ".*", "$upstream": ".*", "$window": "30s"}
+VARIABLES = {"$__rate_interval": "15s", "$job": ".*", "$namespace": ".*", "$pod": ".*", "$instance": ".*", "$model": ".*", "$engine": ".*", "$upstream": ".*", "$window": "30s"}
 
 
 def panel_queries() -> list[tuple[str, str, str]]:

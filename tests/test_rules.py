@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from exporter.mixin.config import DEFAULT
+
 pytestmark = pytest.mark.slow  # promtool over days of series
 
 ROOT = Path(__file__).parent.parent
@@ -61,7 +63,7 @@ def test_every_alert_has_a_runbook_section_with_meaning_confirmation_checks_and_
         for rule in group["rules"]:
             name = rule["alert"]
             assert name in sections, f"no runbook section for {name}"
-            assert rule["annotations"]["runbook_url"] == f"docs/runbook.md#{name.lower()}"
+            assert rule["annotations"]["runbook_url"] == DEFAULT.runbook(name) and DEFAULT.runbook(name).endswith(f"/docs/runbook.md#{name.lower()}")
             assert all(part in sections[name] for part in ("**Means:**", "**Confirm:**", "**Check, in order:**", "**Cost:**")), name
             assert {"severity"} <= set(rule["labels"]) and {"summary", "description"} <= set(rule["annotations"])
 

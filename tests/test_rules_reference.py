@@ -47,31 +47,42 @@ DROPPED = "SpecDecodeAcceptanceDropped"
 BELOW = "SpecDecodeAcceptanceBelowReference"
 DROP_AT = 2.0  # hours
 CHECKS = [DROP_AT + h for h in (1, 12, 26, 50, 74)]
-REFERENCE = "instance_model_engine_k:vllm_spec_decode_mean_acceptance_length:ratio_reference"
+REFERENCE = "identity_model_engine_k:vllm_spec_decode_mean_acceptance_length:ratio_reference"
+RUNBOOK = DEFAULT.runbook_url.removesuffix("#{anchor}")
+IDENTITY = '{engine="0", job="vllm", model_name="m", num_speculative_tokens="15"}'
+NAMESPACE, POD_JOB = "inference", "inference/vllm-specdecode"  # a PodMonitor's job: <namespace>/<its name>
 NGRAM_K3 = (0.45, 0.25, 0.12)  # a different drafter with k = 3: L = 1.82, 49% below the k = 15 level
 
 
-def server(instance: str) -> str:
-    return f'job="vllm",instance="{instance}",model_name="m",engine="0"'
+def server(instance: str, job: str = "vllm") -> str:
+    return f'job="{job}",instance="{instance}",model_name="m",engine="0"'
 
 
-def dropped_alert(instance: str, value: str, reference: str, k: int = 15) -> dict[str, Any]:
+def pod(name: str, ip: str) -> str:
+    """A vLLM container's series as kube-prometheus-stack's PodMonitor labels them."""
+    return f'job="{POD_JOB}",namespace="{NAMESPACE}",pod="{name}",container="vllm",endpoint="http",instance="{ip}:8000",model_name="m",engine="0"'
+
+
+def dropped_alert(instance: str, value: str, reference: str, k: int = 15, pod: str | None = None) -> dict[str, Any]:
+    job = POD_JOB if pod else "vllm"
+    topology = {"namespace": NAMESPACE, "pod": pod} if pod else {}
     return {
-        "exp_labels": {"severity": "warning", "job": "vllm", "instance": instance, "model_name": "m", "engine": "0", "num_speculative_tokens": str(k)},
+        "exp_labels": {"severity": "warning", "job": job, "instance": instance, **topology, "model_name": "m", "engine": "0",
+                       "num_speculative_tokens": str(k)},
         "exp_annotations": {
-            "summary": f"Speculative decoding acceptance dropped on {instance} (m, engine 0)",
+            "summary": f"Speculative decoding acceptance dropped on {f'{NAMESPACE}/{pod}' if pod else instance} (m, engine 0)",
             "description": f"Mean acceptance length is {value} against {reference} for this config (k={k}): more than 30% fewer "
-            "accepted tokens per step than its best 1d within 7d.",
-            "runbook_url": "docs/runbook.md#specdecodeacceptancedropped",
+            f"accepted tokens per step than its best 1d within 7d, pooled over the replicas of {job}.",
+            "runbook_url": f"{RUNBOOK}#specdecodeacceptancedropped",
         },
     }
 
 
-def firing_throughout(alert: str, instance: str, start: float, end: float) -> dict[str, Any]:
+def firing_throughout(alert: str, instance: str, start: float, end: float, label: str = "instance") -> dict[str, Any]:
     """Firing at every one-minute evaluation in (start, end] hours: as many samples as the `clock` series."""
     window = f"{round((end - start) * MINUTES_PER_HOUR)}m"
     return {
-        "expr": f'count_over_time(ALERTS{{alertname="{alert}", alertstate="firing", instance="{instance}"}}[{window}])'
+        "expr": f'count_over_time(ALERTS{{alertname="{alert}", alertstate="firing", {label}="{instance}"}}[{window}])'
         f" == bool on() count_over_time(clock[{window}])",
         "eval_time": hours(end),
         "exp_samples": [{"labels": "{}", "value": 1}],
@@ -137,7 +148,7 @@ def k_change() -> dict[str, Any]:
         Phase(3 * MINUTES_PER_HOUR, 100, tuple(r * 0.6 for r in NGRAM_K3)),
     ]
     wider = [Phase(120, 100, (0.9, 0.8, 0.7, 0.6)), Phase(29 * MINUTES_PER_HOUR, 100, geometric_rates(0.6, 1.5, 8), restart=True)]
-    key = 'engine="0", instance="a:8000", job="vllm", model_name="m"'
+    key = 'engine="0", job="vllm", model_name="m"'
     return {
         "name": "a change of k starts a new reference and never alerts; the previous reference stays visible",
         "input_series": vllm_series(server("a:8000"), phases) + vllm_series(server("b:8000"), wider),
@@ -146,8 +157,7 @@ def k_change() -> dict[str, Any]:
             never(DROPPED, 31, 'instance="b:8000"'),
             near(f'{REFERENCE}{{num_speculative_tokens="3"}}', 1.82, f'{{{key}, num_speculative_tokens="3"}}', 27),
             near(f'{REFERENCE}{{num_speculative_tokens="15"}}', 2.62, f'{{{key}, num_speculative_tokens="15"}}', 27),
-            near(f'{REFERENCE}{{instance="b:8000", num_speculative_tokens="8"}}', 2.5,
-                 '{engine="0", instance="b:8000", job="vllm", model_name="m", num_speculative_tokens="8"}', 27),
+            near(f'{REFERENCE}{{num_speculative_tokens="8"}}', 2.5, '{engine="0", job="vllm", model_name="m", num_speculative_tokens="8"}', 27),
         ],
         "alert_rule_test": [
             {"eval_time": hours(at), "alertname": DROPPED, "exp_alerts": []} for at in (2.25, 3.5, 14, 27)
@@ -161,12 +171,13 @@ def lull() -> dict[str, Any]:
     excellent = tuple(min(0.97, r * 2.2) for r in HEALTHY_K15)
     return {
         "name": "a lull neither alerts nor moves the reference",
-        "input_series": vllm_series(server("a:8000"), [Phase(120, 100, HEALTHY_K15), Phase(6 * 60, 0.05, awful), Phase(28 * 60, 100, HEALTHY_K15)])
-        + vllm_series(server("b:8000"), [Phase(120, 100, HEALTHY_K15), Phase(30 * 60, 0.05, excellent), Phase(4 * 60, 100, HEALTHY_K15)]),
+        # two jobs: replicas of one job pool into one reference, and each lull must stand alone
+        "input_series": vllm_series(server("a:8000", "a"), [Phase(120, 100, HEALTHY_K15), Phase(6 * 60, 0.05, awful), Phase(28 * 60, 100, HEALTHY_K15)])
+        + vllm_series(server("b:8000", "b"), [Phase(120, 100, HEALTHY_K15), Phase(30 * 60, 0.05, excellent), Phase(4 * 60, 100, HEALTHY_K15)]),
         "promql_expr_test": [
             never(DROPPED, 36),
             # the lull's drafts weigh at most its draft rate over the floor's (0.05/0.5) when a day first counts
-            near(f'{REFERENCE}{{instance="b:8000"}}', 2.62, '{engine="0", instance="b:8000", job="vllm", model_name="m", num_speculative_tokens="15"}', 36, 0.15),
+            near(f'{REFERENCE}{{job="b"}}', 2.62, '{engine="0", job="b", model_name="m", num_speculative_tokens="15"}', 36, 0.15),
         ],
     }
 
@@ -194,10 +205,10 @@ def sidecar() -> dict[str, Any]:
         "exp_labels": {"severity": "warning", "job": "specdecode", "instance": "s:9847", "upstream": "http://a:8000/metrics",
                        "model_name": "m", "engine": "0", "source": "metrics"},
         "exp_annotations": {
-            "summary": "Acceptance on http://a:8000/metrics (m, engine 0) is below the sidecar's reference",
+            "summary": "Acceptance on s:9847 (m, engine 0, http://a:8000/metrics) is below the sidecar's reference",
             "description": "The sidecar's 5m mean acceptance length is 1.97 against its frozen reference 2.62: more than 30% fewer "
             "accepted tokens per step; its verdict has been degraded since 1970-01-01 02:04:00 +0000 UTC.",
-            "runbook_url": "docs/runbook.md#specdecodeacceptancebelowreference",
+            "runbook_url": f"{RUNBOOK}#specdecodeacceptancebelowreference",
         },
     }
     return {
@@ -226,13 +237,69 @@ def hold() -> dict[str, Any]:
             firing_throughout(DROPPED, "a:8000", DROP_AT + 0.25, DROP_AT + 7),
             never(DROPPED, 2),
             {"expr": f'count_over_time(ALERTS{{alertname="{DROPPED}"}}[2h])', "eval_time": hours(12), "exp_samples": []},
-            near(REFERENCE, 1.97, '{engine="0", instance="a:8000", job="vllm", model_name="m", num_speculative_tokens="15"}', 12),
+            near(REFERENCE, 1.97, IDENTITY, 12),
+        ],
+    }
+
+
+# Kubernetes: a rollout replaces the pod (new `pod`, new `instance`, counters from 0), and the job,
+# namespace, model and k stay. The day of normal the old pod set is the new pod's reference.
+DAY = 24 * MINUTES_PER_HOUR
+ROLLOUT_CHECKS = [24 + h for h in (1, 12, 26)]
+
+
+def rollout(after: tuple[float, ...]) -> list[dict[str, str]]:
+    """Healthy a day on pod A; then pod B (another IP) serves with `after`'s rates."""
+    return vllm_series(pod("vllm-specdecode-6f9c8-a", "10.1.0.7"), [Phase(DAY, 100, HEALTHY_K15)]) + vllm_series(
+        pod("vllm-specdecode-7d4b2-b", "10.1.3.9"), [Phase(ROLLOUT_CHECKS[-1] * MINUTES_PER_HOUR - DAY + 1, 100, after, gap=DAY, restart=True)]
+    )
+
+
+def rollout_drop() -> dict[str, Any]:
+    """The rollout ships a worse drafter config: every rate × 0.6 on the new pod."""
+    b = ("10.1.3.9:8000", "vllm-specdecode-7d4b2-b")
+    return {
+        "name": "a rollout to a pod with every rate x0.6 fires against the old pod's normal, and keeps firing",
+        "input_series": rollout(DEGRADED_K15),
+        "alert_rule_test": [{"eval_time": hours(at), "alertname": DROPPED, "exp_alerts": [dropped_alert(b[0], "1.97", "2.62", pod=b[1])]}
+                            for at in ROLLOUT_CHECKS],
+        "promql_expr_test": [never(DROPPED, 24), firing_throughout(DROPPED, b[1], 24.5, ROLLOUT_CHECKS[-1], label="pod")],
+    }
+
+
+def rollout_same() -> dict[str, Any]:
+    return {
+        "name": "a rollout without a drop stays quiet",
+        "input_series": rollout(HEALTHY_K15),
+        "alert_rule_test": [{"eval_time": hours(at), "alertname": DROPPED, "exp_alerts": []} for at in ROLLOUT_CHECKS],
+        "promql_expr_test": [never(DROPPED, ROLLOUT_CHECKS[-1])],
+    }
+
+
+def replicas() -> dict[str, Any]:
+    """Three replicas of one job healthy a day; then one of them degrades (× 0.6) and the other two do not."""
+    pods = [(f"vllm-specdecode-{i}", f"10.1.0.{i + 10}") for i in range(3)]
+    series = []
+    for i, (name, ip) in enumerate(pods):
+        later = DEGRADED_K15 if i == 1 else HEALTHY_K15
+        series += vllm_series(pod(name, ip), [Phase(DAY, 100, HEALTHY_K15), Phase(ROLLOUT_CHECKS[-1] * MINUTES_PER_HOUR - DAY + 1, 100, later)])
+    degraded = dropped_alert(f"{pods[1][1]}:8000", "1.97", "2.62", pod=pods[1][0])
+    return {
+        "name": "of three replicas the degraded one fires, alone",
+        "input_series": series,
+        "alert_rule_test": [{"eval_time": hours(at), "alertname": DROPPED, "exp_alerts": [degraded]} for at in ROLLOUT_CHECKS],
+        "promql_expr_test": [
+            never(DROPPED, ROLLOUT_CHECKS[-1], 'pod=~"vllm-specdecode-[02]"'),
+            firing_throughout(DROPPED, pods[1][0], 24.5, ROLLOUT_CHECKS[-1], label="pod"),
+            # one reference for the three: the job's, not a pod's
+            {"expr": f"count({REFERENCE})", "eval_time": hours(30), "exp_samples": [{"labels": "{}", "value": 1}]},
         ],
     }
 
 
 SCENARIOS = {"drop": (drop, DROPPED), "restart": (restart, DROPPED), "healthy": (healthy, DROPPED),
-             "k-change": (k_change, DROPPED), "lull": (lull, DROPPED), "sidecar": (sidecar, BELOW), "hold": (hold, DROPPED)}
+             "k-change": (k_change, DROPPED), "lull": (lull, DROPPED), "sidecar": (sidecar, BELOW), "hold": (hold, DROPPED),
+             "rollout-drop": (rollout_drop, DROPPED), "rollout-same": (rollout_same, DROPPED), "replicas": (replicas, DROPPED)}
 CONFIGS = {"hold": HOURS_FOR_DAYS}
 
 

@@ -13,6 +13,7 @@ import click
 
 from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
+from exporter.cli.mixin import mixin
 from exporter.cli.options import derive_options, option, parse_windows, reference_options, reference_rule_args
 from exporter.cli.simulation import demo, simulate
 from exporter.config import (
@@ -248,6 +249,7 @@ def check_config(
 main.add_command(simulate)
 main.add_command(acknowledge)
 main.add_command(demo)
+main.add_command(mixin)
 
 if __name__ == "__main__":
     main()

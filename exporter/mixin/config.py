@@ -1,93 +1,206 @@
-"""The one config block the rules, alerts and dashboards are generated from.
+"""The mixin's one configuration: a TOML file, read over the shipped defaults (defaults.toml).
 
-Every threshold and duration lives here, with why it has its value. Tests render the same
-generators with a fast config (short windows and `for:` durations) instead of keeping copies.
+Every threshold, window, label and image lives in defaults.toml, with why it has its value; a
+file of the operator's (or a preset in deploy/mixin/) names only what it changes. Tables merge key
+by key (`[alerts.<name>]` too); a value replaces the default whole (a label map is the labels, not
+more of them). An unknown table or key, or a value of the wrong type, is an error that names it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, fields
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from exporter.config import ConfigError
+
+DEFAULTS = "defaults.toml"
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    for_: str  # `for:` — how long the condition holds before it fires
+    severity: str
 
 
 @dataclass(frozen=True)
 class MixinConfig:
-    # Label selectors added to every raw vLLM / sidecar metric, e.g. 'job="vllm"'. Empty: all.
-    vllm_selector: str = ""
-    sidecar_selector: str = ""
-    # Rate window of the recording rules: long enough to hold several of vLLM's 10 s log intervals
-    # and several scrapes, short enough that a drop-off shows within minutes.
-    rate_window: str = "5m"
-    # Labels (beyond job, instance, model_name, engine) that tell one speculative config from another
-    # on raw vLLM series, e.g. a target label `drafter` set from a pod label. vLLM's /metrics names
-    # only k (the number of position series); a method or drafter change is invisible without this.
-    vllm_config_labels: tuple[str, ...] = ()
-    # The drop-off alert compares the current level of each (server, k) with its reference: the best
-    # level pooled over `reference_pool` that the same config reached within `reference_hold`
-    # (mixin/reference.py says why). A day pools a whole daily traffic mix into one number.
-    reference_pool: str = "1d"
-    # How long a sustained drop keeps alerting before its level becomes the reference (the hold).
-    reference_hold: str = "7d"
-    # A config's level becomes a reference once the config has existed this long: its first hour is
-    # a sample of its traffic, not of a few requests.
-    reference_settle: str = "1h"
-    # After a new k appears, its rates are ignored for this long: a rate window that spans the
-    # restart mixes the old config's traffic into the new one's level.
-    config_change_guard: str = "5m"
-    # The reference group runs slower than the rest: its inputs move over hours.
-    reference_interval: str = "5m"
-    # The long-memory alerts keep firing this long after their condition last held, so a restart's
-    # scrape gap (no series, then 5m of guarded rates) does not resolve and re-send them.
-    keep_firing_for: str = "15m"
-    # The sidecar's judged window (`serve --health-window`): the sidecar-fed drop alert reads it.
-    sidecar_judged_window: str = "5m"
-    # How often Prometheus evaluates the groups.
-    evaluation_interval: str = "30s"
-    # Traffic floor: no acceptance alert for a server drafting less than this many drafts per second,
-    # so idle or nearly idle servers never alert on noise.
-    min_drafts_per_second: float = 0.5
-    # SpecDecodeAcceptanceLengthLow: below this L a drafter rarely pays for itself.
-    acceptance_length_floor: float = 1.5
-    # SpecDecodeAcceptanceDropped: L − 1 fell by more than this fraction against the baseline.
-    relative_drop: float = 0.3
-    # SpecDecodePositionZeroCollapse: position 0 at most this and L at most the next value is the
-    # misconfigured-drafter signature (the real case: 11% and L 1.1).
-    collapse_position0: float = 0.25
-    collapse_acceptance_length: float = 1.3
-    # SpecDecodeWastedPositions: a drafted position accepted in fewer drafts than this costs more
-    # than it returns for any common drafter (a draft token costs 1–10% of a target step).
-    wasted_position_acceptance: float = 0.05
-    # SpecDecodeSourcesDisagree: log-derived and counted L differ by more than this fraction …
-    disagreement: float = 0.1
-    # … over this sidecar window (the longest by default: short windows start at different moments).
-    disagreement_window: str = "1h"
-    # SpecDecodeLogStale: no spec line for this long while the same sidecar sees drafts in /metrics.
-    log_stale: str = "10m"
-    # `for:` durations: how long a condition must hold before it alerts.
-    for_short: str = "5m"
-    for_medium: str = "10m"
-    for_long: str = "1h"
-    # Conditional per-position rules are generated for positions below this (DFlash drafts 15).
-    max_positions: int = 16
-    # Where the runbook lives; each alert links to its section.
-    runbook_url: str = "docs/runbook.md"
+    """One field per key of defaults.toml; `table` (the field's metadata) is where the key lives."""
+
+    # [prometheus]
+    vllm_selector: str
+    sidecar_selector: str
+    topology_labels: tuple[str, ...]
+    identity_labels: tuple[str, ...]
+    vllm_config_labels: tuple[str, ...]
+    evaluation_interval: str
+    # [windows]
+    rate_window: str
+    reference_pool: str
+    reference_hold: str
+    reference_settle: str
+    config_change_guard: str
+    reference_interval: str
+    keep_firing_for: str
+    sidecar_judged_window: str
+    disagreement_window: str
+    log_stale: str
+    # [thresholds]
+    min_drafts_per_second: float
+    acceptance_length_floor: float
+    relative_drop: float
+    collapse_position0: float
+    collapse_acceptance_length: float
+    wasted_position_acceptance: float
+    disagreement: float
+    max_positions: int
+    # [alerts.<name>]
+    alerts: dict[str, AlertSettings]
+    # [links]
+    runbook_url: str
+    # [dashboards]
+    dashboard_title_prefix: str
+    dashboard_tags: tuple[str, ...]
+    # [kubernetes]
+    workload: str
+    replicas: int
+    scrape_vllm: bool
+    pod_selector: dict[str, str]
+    pod_monitor_labels: dict[str, str]
+    prometheus_rule_labels: dict[str, str]
+    alertmanager_config_labels: dict[str, str]
+    dashboard_labels: dict[str, str]
+    dashboard_annotations: dict[str, str]
+    sidecar_image: str
+    vllm_image: str
+    sidecar_resources: dict[str, dict[str, str]]
+    vllm_resources: dict[str, dict[str, str]]
+    state_storage: str
+    state_storage_class: str
+    # [output] paths relative to --out; "" writes nothing of that kind
+    rules_file: str
+    alerts_file: str
+    dashboards_dir: str
+    kubernetes_dir: str
+    vllm_logging_file: str
+    alertmanager_file: str
+
+    def alert(self, name: str) -> AlertSettings:
+        try:
+            return self.alerts[name]
+        except KeyError:
+            raise ConfigError(f"[alerts.{name}] is missing: every alert needs its `for` and `severity`") from None
+
+    def runbook(self, alert: str) -> str:
+        return self.runbook_url.format(alert=alert, anchor=alert.lower())
 
 
-DEFAULT = MixinConfig()
+TABLES: dict[str, tuple[str, ...]] = {
+    "prometheus": ("vllm_selector", "sidecar_selector", "topology_labels", "identity_labels", "vllm_config_labels", "evaluation_interval"),
+    "windows": ("rate_window", "reference_pool", "reference_hold", "reference_settle", "config_change_guard", "reference_interval",
+                "keep_firing_for", "sidecar_judged_window", "disagreement_window", "log_stale"),
+    "thresholds": ("min_drafts_per_second", "acceptance_length_floor", "relative_drop", "collapse_position0", "collapse_acceptance_length",
+                   "wasted_position_acceptance", "disagreement", "max_positions"),
+    "links": ("runbook_url",),
+    "dashboards": ("dashboard_title_prefix", "dashboard_tags"),
+    "kubernetes": ("workload", "replicas", "scrape_vllm", "pod_selector", "pod_monitor_labels", "prometheus_rule_labels",
+                   "alertmanager_config_labels", "dashboard_labels", "dashboard_annotations", "sidecar_image", "vllm_image",
+                   "sidecar_resources", "vllm_resources", "state_storage", "state_storage_class"),
+    "output": ("rules_file", "alerts_file", "dashboards_dir", "kubernetes_dir", "vllm_logging_file", "alertmanager_file"),
+}
+WORKLOADS = ("vllm", "simulator", "none")  # none: the sidecar joins another chart's pods (production-stack, llm-d)
 
 
-# The compose and Kubernetes demos: days and hours become minutes so the drop-off alert fires within
-# a few minutes of the simulator's drop (at 5 minutes). Record names keep the 5m rate window, so
-# dashboards are shared.
-DEMO = MixinConfig(
-    reference_pool="10m",
-    reference_hold="1h",
-    reference_settle="2m",
-    config_change_guard="30s",
-    reference_interval="15s",
-    keep_firing_for="2m",
-    evaluation_interval="15s",
-    for_short="1m",
-    for_medium="1m",
-    for_long="2m",
-    disagreement_window="5m",
-)
+def _read(text: str, origin: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{origin}: not valid TOML: {error}") from None
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any], origin: str) -> dict[str, Any]:
+    merged = {table: dict(values) for table, values in base.items()}
+    merged["alerts"] = {name: dict(settings) for name, settings in base["alerts"].items()}
+    for table, values in override.items():
+        if table not in merged or not isinstance(values, dict):
+            raise ConfigError(f"{origin}: unknown table [{table}] (known: {', '.join(sorted(merged))})")
+        for key, value in values.items():
+            if table == "alerts":
+                if key not in merged["alerts"] or not isinstance(value, dict):
+                    raise ConfigError(f"{origin}: unknown alert [alerts.{key}]")
+                _check_alert(value, f"{origin}: [alerts.{key}]")
+                merged["alerts"][key] |= value
+                continue
+            if key not in merged[table]:
+                raise ConfigError(f"{origin}: unknown key {key!r} in [{table}] (known: {', '.join(sorted(merged[table]))})")
+            _check_type(merged[table][key], value, f"{origin}: [{table}] {key}")
+            merged[table][key] = value
+    return merged
+
+
+def _check_alert(value: dict[str, Any], where: str) -> None:
+    unknown = set(value) - {"for", "severity"}
+    if unknown or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{where}: takes only `for` and `severity`, both strings (got {value!r})")
+
+
+def _check_type(default: Any, value: Any, where: str) -> None:
+    expected = float if isinstance(default, float) else type(default)
+    if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, (int, float) if expected is float else expected):
+        raise ConfigError(f"{where} must be a {expected.__name__}, not {value!r}")
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _build(data: dict[str, Any], origin: str) -> MixinConfig:
+    values: dict[str, Any] = {key: _frozen(data[table][key]) for table, keys in TABLES.items() for key in keys}
+    values["alerts"] = {name: AlertSettings(for_=s["for"], severity=s["severity"]) for name, s in data["alerts"].items()}
+    for name in ("min_drafts_per_second", "acceptance_length_floor", "relative_drop", "collapse_position0",
+                 "collapse_acceptance_length", "wasted_position_acceptance", "disagreement"):
+        values[name] = float(values[name])
+    config = MixinConfig(**values)
+    _validate(config, origin)
+    return config
+
+
+def _validate(config: MixinConfig, origin: str) -> None:
+    from exporter.config import parse_duration
+
+    for field in fields(config):
+        if field.name in TABLES["windows"] or field.name == "evaluation_interval":
+            try:
+                parse_duration(getattr(config, field.name))
+            except ValueError as error:
+                raise ConfigError(f"{origin}: {field.name}: {error}") from None
+    if not config.runbook_url.startswith(("https://", "http://")) or ("{anchor}" not in config.runbook_url and "{alert}" not in config.runbook_url):
+        raise ConfigError(f"{origin}: runbook_url must be an absolute http(s) URL with {{anchor}} or {{alert}} in it "
+                          f"(a notification is read far from this repository), not {config.runbook_url!r}")
+    if config.workload not in WORKLOADS:
+        raise ConfigError(f"{origin}: workload must be one of {', '.join(WORKLOADS)}, not {config.workload!r}")
+    if config.replicas < 1:
+        raise ConfigError(f"{origin}: replicas must be at least 1")
+    if not 0 < config.relative_drop < 1:
+        raise ConfigError(f"{origin}: relative_drop is a fraction between 0 and 1, not {config.relative_drop}")
+
+
+def defaults_text() -> str:
+    return files("exporter.mixin").joinpath(DEFAULTS).read_text(encoding="utf-8")
+
+
+def load(path: str | Path | None = None) -> MixinConfig:
+    """The shipped defaults, with the TOML file at `path` (if any) over them."""
+    base = _read(defaults_text(), DEFAULTS)
+    if path is None:
+        return _build(base, DEFAULTS)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read the mixin config {str(path)!r}: {error.strerror}") from None
+    return _build(_merge(base, _read(text, str(path)), str(path)), str(path))
+
+
+DEFAULT = load()

@@ -31,6 +31,16 @@ def selector(*matchers: str) -> str:
     return "{" + ", ".join(kept) + "}" if kept else ""
 
 
+def _unique(*labels: str) -> tuple[str, ...]:
+    """Labels in order, each once (a topology label may repeat one the series has anyway)."""
+    return tuple(dict.fromkeys(labels))
+
+
+def server_labels(config: MixinConfig) -> tuple[str, ...]:
+    """What tells one vLLM server from another: its scrape target and where it runs."""
+    return _unique("job", "instance", *config.topology_labels)
+
+
 def vllm_counters(config: MixinConfig) -> Counters:
     sel = selector(config.vllm_selector)
     return Counters(
@@ -39,7 +49,7 @@ def vllm_counters(config: MixinConfig) -> Counters:
         draft_tokens=names.VLLM_DRAFT_TOKENS.sample_name + sel,
         accepted=names.VLLM_ACCEPTED_TOKENS.sample_name + sel,
         per_position=names.VLLM_ACCEPTED_PER_POSITION.sample_name + sel,
-        by=("job", "instance", *names.VLLM_DRAFTS.labels, *config.vllm_config_labels),
+        by=_unique(*server_labels(config), *names.VLLM_DRAFTS.labels, *config.vllm_config_labels),
         level="instance_model_engine",
     )
 
@@ -52,7 +62,7 @@ def sidecar_counters(config: MixinConfig) -> Counters:
         draft_tokens=names.DRAFT_TOKENS.sample_name + sel,
         accepted=names.ACCEPTED_TOKENS.sample_name + sel,
         per_position=names.ACCEPTED_PER_POSITION.sample_name + sel,
-        by=("job", "instance", "upstream", "source", "model_name", "engine"),
+        by=_unique(*server_labels(config), "upstream", "source", "model_name", "engine"),
         level="upstream_model_engine",
         model_by=("model_name", "source"),  # log and /metrics of one server must never be summed together
     )

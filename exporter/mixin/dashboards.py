@@ -14,12 +14,13 @@ from typing import Any
 
 from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
-from exporter.mixin.counters import sidecar_counters, vllm_counters
+from exporter.mixin.counters import selector, server_labels, sidecar_counters, vllm_counters
 from exporter.mixin.reference import reference_names
 from exporter.mixin.rules import rule_names
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 NO_TRAFFIC = "No traffic"
+NOT_SCRAPED = "Not scraped"  # no series at all is a broken integration, not an idle fleet
 TOKENS_PER_SECOND = "suffix: tok/s"
 
 
@@ -36,9 +37,12 @@ class Panel:
     min: float | None = None
     max: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    mappings: list[dict[str, Any]] = field(default_factory=list)
 
     def render(self, panel_id: int, x: int, y: int) -> dict[str, Any]:
         defaults: dict[str, Any] = {"unit": self.unit, "noValue": NO_TRAFFIC}
+        if self.mappings:
+            defaults["mappings"] = self.mappings
         if self.min is not None:
             defaults["min"] = self.min
         if self.max is not None:
@@ -87,7 +91,7 @@ def _datasource_variable() -> dict[str, Any]:
     return {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus", "current": {}}
 
 
-def _dashboard(uid: str, title: str, description: str, variables: list[dict[str, Any]], panels: list[Panel]) -> dict[str, Any]:
+def _dashboard(config: MixinConfig, uid: str, title: str, description: str, variables: list[dict[str, Any]], panels: list[Panel]) -> dict[str, Any]:
     rendered, x, y, row_height = [], 0, 0, 0
     for panel_id, panel in enumerate(panels, start=1):
         if x + panel.width > 24:
@@ -97,9 +101,9 @@ def _dashboard(uid: str, title: str, description: str, variables: list[dict[str,
         row_height = max(row_height, panel.height)
     return {
         "uid": uid,
-        "title": title,
+        "title": config.dashboard_title_prefix + title,
         "description": description,
-        "tags": ["specdecode", "vllm", "speculative-decoding"],
+        "tags": list(config.dashboard_tags),
         "editable": True,
         "schemaVersion": 39,
         "version": 1,
@@ -116,49 +120,88 @@ def _dashboard(uid: str, title: str, description: str, variables: list[dict[str,
 
 # --- queries -------------------------------------------------------------------------------------
 
-SERVER = 'job=~"$job", instance=~"$instance", model_name=~"$model", engine=~"$engine"'
 VLLM_DRAFTS = names.VLLM_DRAFTS.sample_name  # what the fleet's variables list
 SIDECAR_DRAFTS = names.DRAFTS.sample_name  # what the server dashboard's variables list
-SIDECAR = 'job=~"$job", upstream=~"$upstream", model_name=~"$model", engine=~"$engine"'
+
+
+def _topology(config: MixinConfig) -> str:
+    """Matchers of the topology variables ($namespace, $pod): an absent label matches `.*` too."""
+    return "".join(f', {label}=~"${label}"' for label in config.topology_labels if label not in ("job", "instance"))
+
+
+def server_matchers(config: MixinConfig) -> str:
+    return f'job=~"$job"{_topology(config)}, instance=~"$instance", model_name=~"$model", engine=~"$engine"'
+
+
+def sidecar_matchers(config: MixinConfig) -> str:
+    return f'job=~"$job"{_topology(config)}, upstream=~"$upstream", model_name=~"$model", engine=~"$engine"'
+
+
+def replica(config: MixinConfig) -> str:
+    """A legend that tells replicas apart: the pod (Kubernetes) and the scrape target (anywhere)."""
+    return " ".join(f"{{{{{label}}}}}" for label in (*config.topology_labels[-1:], "instance"))
+
+
+def scraped_query(family: str, selector_text: str) -> str:
+    """How many series of the family Prometheus holds, 0 when none: not scraped, apart from no traffic.
+    The config's selector only, never the variables: they list what was scraped."""
+    return f"count({family}{selector(selector_text)}) or vector(0)"
+
+
+TARGETS = {"up": 'sum by (job) (up{job=~"$job"})', "down": 'count by (job) (up{job=~"$job"}) - sum by (job) (up{job=~"$job"})'}
 
 
 def fleet_queries(config: MixinConfig) -> dict[str, str]:
     n = rule_names(vllm_counters(config), config)
     r = reference_names(config, vllm_counters(config))
+    server_labels_text = ", ".join(server_labels(config))
+    sel = server_matchers(config)
+    identity = 'job=~"$job", model_name=~"$model", engine=~"$engine"'
     return {
         "model_length": f'{n["model_mean_acceptance_length"]}{{model_name=~"$model"}}',
-        "server_length": f"{n['mean_acceptance_length']}{{{SERVER}}}",
+        "server_length": f"{n['mean_acceptance_length']}{{{sel}}}",
         # every config's reference within the hold: the previous k's stays beside the current one
-        "server_reference": f"{r['reference']}{{{SERVER}}}",
+        "server_reference": f"{r['reference']}{{{identity}}}",
         "model_k_positions": f'{n["model_k_position_acceptance"]}{{model_name=~"$model"}}',
         "model_k_conditional": f'{n["model_k_position_conditional"]}{{model_name=~"$model"}}',
-        "server_positions": f"{n['position_acceptance']}{{{SERVER}}}",
+        "server_positions": f"{n['position_acceptance']}{{{sel}}}",
         "accepted": f'{n["model_accepted"]}{{model_name=~"$model"}}',
         "drafted": f'{n["model_draft_tokens"]}{{model_name=~"$model"}}',
         "wasted": f'{n["model_wasted"]}{{model_name=~"$model"}}',
-        "drafts": f"sum by (instance, model_name, engine) (rate({names.VLLM_DRAFTS.sample_name}{{{SERVER}}}[$__rate_interval]))",
-        "configured_k": f"count by (instance, model_name, engine) ({names.VLLM_ACCEPTED_PER_POSITION.sample_name}{{{SERVER}}})",
+        "drafts": f"sum by ({server_labels_text}, model_name, engine) (rate({names.VLLM_DRAFTS.sample_name}{{{sel}}}[$__rate_interval]))",
+        # per replica first (k = its number of position series), then the largest and smallest of a job:
+        # replicas agree when the two are equal; a sum would add the replicas' k
+        "configured_k_max": f"max by (job, model_name, engine) ({_k_per_replica(config, names.VLLM_ACCEPTED_PER_POSITION.sample_name, sel)})",
+        "configured_k_min": f"min by (job, model_name, engine) ({_k_per_replica(config, names.VLLM_ACCEPTED_PER_POSITION.sample_name, sel)})",
         "alerts": 'ALERTS{alertname=~"SpecDecode.*", alertstate="firing"}',
     }
+
+
+def _k_per_replica(config: MixinConfig, per_position: str, matchers: str, extra: tuple[str, ...] = ()) -> str:
+    return f"count by ({', '.join((*server_labels(config), *extra, 'model_name', 'engine'))}) ({per_position}{{{matchers}}})"
 
 
 def server_queries(config: MixinConfig) -> dict[str, str]:
     window = 'window="$window"'
     n = rule_names(sidecar_counters(config), config)
+    sel = sidecar_matchers(config)
+    by = ", ".join(sidecar_counters(config).by)
     return {
-        "verdict": f"{names.HEALTH.name}{{{SIDECAR}}} == 1",
-        "length": f"{names.MEAN_ACCEPTANCE_LENGTH.name}{{{SIDECAR}, {window}}}",
-        "length_counters": f"{n['mean_acceptance_length']}{{{SIDECAR}}}",
-        "positions": f"{names.POSITION_ACCEPTANCE.name}{{{SIDECAR}, {window}}}",
+        "verdict": f"{names.HEALTH.name}{{{sel}}} == 1",
+        "length": f"{names.MEAN_ACCEPTANCE_LENGTH.name}{{{sel}, {window}}}",
+        "length_counters": f"{n['mean_acceptance_length']}{{{sel}}}",
+        "positions": f"{names.POSITION_ACCEPTANCE.name}{{{sel}, {window}}}",
         # from the counters: the sidecar exports the conditional gauge only with --conditional-gauges
-        "conditional": f"{n['position_conditional']}{{{SIDECAR}}}",
-        "recommended_k": f"{names.RECOMMENDED_K.name}{{{SIDECAR}, {window}}}",
-        "configured_k": f"count by (upstream, source, model_name, engine) ({names.ACCEPTED_PER_POSITION.sample_name}{{{SIDECAR}}})",
-        "wasted": f"{names.WASTED_TOKENS_RATE.name}{{{SIDECAR}, {window}}}",
-        "accepted_rate": f"sum by (upstream, source, model_name, engine) (rate({names.ACCEPTED_TOKENS.sample_name}{{{SIDECAR}}}[$__rate_interval]))",
-        "disagreement": f'{names.DISAGREEMENT.name}{{job=~"$job", model_name=~"$model", engine=~"$engine"}}',
-        "source_up": f'{names.SOURCE_UP.name}{{job=~"$job", upstream=~"$upstream"}}',
-        "parse_errors": f'sum by (upstream) (rate({names.LOG_LINES.sample_name}{{job=~"$job", upstream=~"$upstream"}}[$__rate_interval]))',
+        "conditional": f"{n['position_conditional']}{{{sel}}}",
+        "recommended_k": f"{names.RECOMMENDED_K.name}{{{sel}, {window}}}",
+        # each replica's own k: `upstream` is the same path in every pod, so it cannot tell them apart
+        "configured_k": _k_per_replica(config, names.ACCEPTED_PER_POSITION.sample_name, sel, ("upstream", "source")),
+        "wasted": f"{names.WASTED_TOKENS_RATE.name}{{{sel}, {window}}}",
+        "accepted_rate": f"sum by ({by}) (rate({names.ACCEPTED_TOKENS.sample_name}{{{sel}}}[$__rate_interval]))",
+        "disagreement": f'{names.DISAGREEMENT.name}{{job=~"$job"{_topology(config)}, model_name=~"$model", engine=~"$engine"}}',
+        "source_up": f'{names.SOURCE_UP.name}{{job=~"$job"{_topology(config)}, upstream=~"$upstream"}}',
+        "parse_errors": f'sum by ({", ".join(server_labels(config))}, upstream) '
+        f'(rate({names.LOG_LINES.sample_name}{{job=~"$job"{_topology(config)}, upstream=~"$upstream"}}[$__rate_interval]))',
     }
 
 
@@ -167,16 +210,46 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
 RATIO: dict[str, Any] = {"min": 0.0, "max": 1.0}  # a 0–1 panel's axis
 
 
+def _variables(config: MixinConfig, family: str, last: str) -> list[dict[str, Any]]:
+    """job, then each topology label (namespace, pod), then `last` (instance or upstream), model, engine:
+    each listing the values under the ones before it."""
+    chosen: list[str] = []
+    variables = []
+    for name in ("job", *(label for label in config.topology_labels if label not in ("job", "instance")), last):
+        matchers = ", ".join(f'{c}=~"${c}"' for c in chosen)
+        variables.append(_query_variable(name, name.capitalize(), f"label_values({family}{{{matchers}}}, {name})" if chosen
+                                         else f"label_values({family}, {name})"))
+        chosen.append(name)
+    matchers = ", ".join(f'{c}=~"${c}"' for c in chosen)
+    variables.append(_query_variable("model", "Model", f"label_values({family}{{{matchers}}}, model_name)"))
+    variables.append(_query_variable("engine", "Engine", f"label_values({family}{{{matchers}}}, engine)"))
+    return variables
+
+
+def _scrape_panels(family: str, selector_text: str, what: str) -> list[Panel]:
+    return [
+        Panel("Scraped", f"Series of {what} Prometheus holds. '{NOT_SCRAPED}' (none at all) is a broken integration — a PodMonitor or "
+              "PrometheusRule the Prometheus does not select, a wrong selector — not an idle fleet; the other panels' "
+              f"'{NO_TRAFFIC}' then means scraped but not drafting.",
+              "stat", [(scraped_query(family, selector_text), "series")], "none", width=8, height=4, instant=True,
+              mappings=[{"type": "value", "options": {"0": {"text": NOT_SCRAPED, "color": "red", "index": 0}}}]),
+        Panel("Scrape targets", "Targets of each job that answer (up) and that do not (down).",
+              "stat", [(TARGETS["up"], "{{job}} up"), (TARGETS["down"], "{{job}} down")], "none", width=16, height=4, instant=True),
+    ]
+
+
 def fleet(config: MixinConfig) -> dict[str, Any]:
     q = fleet_queries(config)
+    who = replica(config)
     panels = [
+        *_scrape_panels(VLLM_DRAFTS, config.vllm_selector, "vLLM's spec-decode counters"),
         Panel("Mean acceptance length by model", "Tokens per verification step, bonus included (1 + accepted/drafts), pooled over every server of a model.",
               "timeseries", [(q["model_length"], "{{model_name}}")], "none", min=1.0),
         Panel("Mean acceptance length by server, against its reference",
               f"Each server's L over {config.rate_window} (solid) and the drop-off alert's reference per config (k): the best "
               f"{config.reference_pool}-pooled L of that config within {config.reference_hold}. A previous config's reference stays beside the current one.",
-              "timeseries", [(q["server_length"], "{{instance}} {{model_name}} e{{engine}}"),
-                             (q["server_reference"], "reference {{instance}} e{{engine}} k={{num_speculative_tokens}}")], "none", min=1.0),
+              "timeseries", [(q["server_length"], f"{who} {{{{model_name}}}} e{{{{engine}}}}"),
+                             (q["server_reference"], "reference {{job}} e{{engine}} k={{num_speculative_tokens}}")], "none", min=1.0),
         Panel("Per-position acceptance by model and k",
             "Share of drafts whose positions 0..i were all accepted, per model and number of speculative tokens (never pooled across different k).",
               "bargauge", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
@@ -192,25 +265,24 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
                   "wasted {{model_name}}")], TOKENS_PER_SECOND, min=0.0,
               options={"legend": {"displayMode": "list", "placement": "bottom"}}),
         Panel("Per-position acceptance by server", "Each server's own curve, to find the one that drags its model's curve down.",
-              "bargauge", [(q["server_positions"], "{{instance}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              "bargauge", [(q["server_positions"], f"{who} e{{{{engine}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Drafts per second by server", "Speculative drafts verified per second (the traffic floor of the alerts applies to this).",
-              "timeseries", [(q["drafts"], "{{instance}} {{model_name}} e{{engine}}")], "reqps", min=0.0),
-        Panel("Configured number of speculative tokens", "k of each server: the number of position series it exports.",
-              "stat", [(q["configured_k"], "{{instance}} {{model_name}} e{{engine}}")], "none", instant=True),
+              "timeseries", [(q["drafts"], f"{who} {{{{model_name}}}} e{{{{engine}}}}")], "reqps", min=0.0),
+        Panel("Configured number of speculative tokens",
+              "k of each job's replicas (the number of position series each exports): the largest and the smallest; they differ while "
+              "a rollout changes k or when replicas disagree.",
+              "stat", [(q["configured_k_max"], "{{job}} {{model_name}} e{{engine}} max"),
+                       (q["configured_k_min"], "{{job}} {{model_name}} e{{engine}} min")], "none", instant=True),
         Panel("Firing spec-decode alerts", "SpecDecode… alerts firing now, with their severity.",
               "table", [(q["alerts"], "{{alertname}}")], "none", instant=True),
     ]
     return _dashboard(
+        config,
         "specdecode-fleet",
-        "Speculative decoding / Fleet",
+        "Fleet",
         "vLLM speculative decoding across servers, from raw vLLM metrics and the specdecode recording rules (no sidecar needed).",
-        [
-            _query_variable("job", "Job", f"label_values({VLLM_DRAFTS}, job)"),
-            _query_variable("instance", "Instance", f'label_values({VLLM_DRAFTS}{{job=~"$job"}}, instance)'),
-            _query_variable("model", "Model", f'label_values({VLLM_DRAFTS}{{job=~"$job", instance=~"$instance"}}, model_name)'),
-            _query_variable("engine", "Engine", f'label_values({VLLM_DRAFTS}{{job=~"$job", instance=~"$instance"}}, engine)'),
-        ],
+        _variables(config, VLLM_DRAFTS, "instance"),
         panels,
     )
 
@@ -223,42 +295,41 @@ def server(config: MixinConfig) -> dict[str, Any]:
         "includeAll": False, "multi": False, "current": {},
     }
     del window["allValue"]
+    who = replica(config)
     panels = [
+        *_scrape_panels(SIDECAR_DRAFTS, config.sidecar_selector, "the sidecars' counters"),
         Panel("Verdict", "The sidecar's drafter health verdict per series: ok, wasteful, degraded, broken or no_data.",
-              "state-timeline", [(q["verdict"], "{{upstream}} {{source}} e{{engine}}: {{state}}")], "none", width=24, height=6),
+              "state-timeline", [(q["verdict"], f"{who} {{{{source}}}} e{{{{engine}}}}: {{{{state}}}}")], "none", width=24, height=6),
         Panel("Mean acceptance length", "The sidecar's L over the chosen window, and the recording rule over its counters.",
-              "timeseries", [(q["length"], "{{source}} {{upstream}} e{{engine}}"), (q["length_counters"], "counters {{source}} e{{engine}}")], "none", min=1.0),
-        Panel("Recommended vs configured k", "The number of speculative tokens that maximises the estimated speed-up, against the k drafted now.",
-              "timeseries", [(q["recommended_k"], "recommended {{source}} e{{engine}}"), (q["configured_k"],
-                  "configured {{source}} e{{engine}}")], "none", min=0.0),
+              "timeseries", [(q["length"], f"{who} {{{{source}}}} e{{{{engine}}}}"),
+                             (q["length_counters"], f"counters {who} {{{{source}}}} e{{{{engine}}}}")], "none", min=1.0),
+        Panel("Recommended vs configured k",
+              "Per replica: the number of speculative tokens that maximises the estimated speed-up, against the k drafted now.",
+              "timeseries", [(q["recommended_k"], f"recommended {who} {{{{source}}}} e{{{{engine}}}}"), (q["configured_k"],
+                  f"configured {who} {{{{source}}}} e{{{{engine}}}}")], "none", min=0.0),
         Panel("Per-position acceptance", "Share of drafts whose positions 0..i were all accepted, over the chosen window.",
-              "bargauge", [(q["positions"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              "bargauge", [(q["positions"], f"{who} {{{{source}}}} e{{{{engine}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Conditional acceptance per position",
               f"Chance position i is accepted when i−1 was, over {config.rate_window}, from the per-position counters.",
-              "bargauge", [(q["conditional"], "{{source}} e{{engine}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              "bargauge", [(q["conditional"], f"{who} {{{{source}}}} e{{{{engine}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Accepted and wasted draft tokens", "Accepted draft tokens per second (from counters) and rejected ones (the sidecar's window).",
-              "timeseries", [(q["accepted_rate"], "accepted {{source}} e{{engine}}"), (q["wasted"],
-                  "wasted {{source}} e{{engine}}")], TOKENS_PER_SECOND, min=0.0),
+              "timeseries", [(q["accepted_rate"], f"accepted {who} {{{{source}}}} e{{{{engine}}}}"), (q["wasted"],
+                  f"wasted {who} {{{{source}}}} e{{{{engine}}}}")], TOKENS_PER_SECOND, min=0.0),
         Panel("Log vs /metrics disagreement", "Relative difference of L and α between the log-derived and the counted numbers of one server.",
-              "timeseries", [(q["disagreement"], "{{quantity}} {{window}}")], "percentunit", min=0.0),
+              "timeseries", [(q["disagreement"], f"{who} {{{{quantity}}}} {{{{window}}}}")], "percentunit", min=0.0),
         Panel("Sources up", "1 when the sidecar can read a source (log file present, target answering with spec-decode families).",
-              "stat", [(q["source_up"], "{{source}} {{upstream}}")], "none", instant=True, min=0.0, max=1.0),
+              "stat", [(q["source_up"], f"{who} {{{{source}}}} {{{{upstream}}}}")], "none", instant=True, min=0.0, max=1.0),
         Panel("Log lines read", "Lines per second the sidecar reads from each log.",
-              "timeseries", [(q["parse_errors"], "{{upstream}}")], "short", min=0.0),
+              "timeseries", [(q["parse_errors"], f"{who} {{{{upstream}}}}")], "short", min=0.0),
     ]
     return _dashboard(
+        config,
         "specdecode-server",
-        "Speculative decoding / Server detail",
-        "One vLLM server through the specdecode-exporter sidecar: verdict, windows, recommendation, sources.",
-        [
-            _query_variable("job", "Job", f"label_values({SIDECAR_DRAFTS}, job)"),
-            _query_variable("upstream", "Upstream", f'label_values({SIDECAR_DRAFTS}{{job=~"$job"}}, upstream)'),
-            _query_variable("model", "Model", f'label_values({SIDECAR_DRAFTS}{{job=~"$job", upstream=~"$upstream"}}, model_name)'),
-            _query_variable("engine", "Engine", f'label_values({SIDECAR_DRAFTS}{{job=~"$job", upstream=~"$upstream"}}, engine)'),
-            window,
-        ],
+        "Server detail",
+        "vLLM servers through their specdecode-exporter sidecars, one line per replica: verdict, windows, recommendation, sources.",
+        [*_variables(config, SIDECAR_DRAFTS, "upstream"), window],
         panels,
     )
 

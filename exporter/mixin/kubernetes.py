@@ -1,7 +1,11 @@
 """Kubernetes manifests, generated from the same source as the rule files and dashboards.
 
-Two variants, each a plain directory `kubectl apply -k` takes (its kustomization.yaml only lists
-resources): `gpu/` (vLLM with the sidecar beside it) and `demo/` (the simulator in vLLM's place).
+One directory `kubectl apply -k` takes (its kustomization.yaml only lists resources) per config:
+`deploy/kubernetes/gpu/` (vLLM with the sidecar beside it, the defaults) and `demo/` (the
+simulator in vLLM's place, deploy/mixin/demo.toml). A StatefulSet rather than a Deployment: each
+replica's sidecar state (its references of normal) and model cache sit on claims that outlive
+the pod, so a replaced pod resumes what its predecessor learnt (and a GPU pod is replaced, not
+surged, which a node with no spare GPU could not schedule anyway).
 Generated Python rather than a Helm chart or kustomize patches: the PrometheusRule must equal the
 plain rule files and the dashboards ConfigMap the committed JSON, which a generator guarantees by
 construction, and neither helm nor kustomize can be fetched onto the machines that validate them.
@@ -13,13 +17,14 @@ import json
 from typing import Any
 
 from exporter.mixin.alerts import alert_groups
-from exporter.mixin.config import DEFAULT, MixinConfig
+from exporter.mixin.config import MixinConfig
 from exporter.mixin.dashboards import dashboards
+from exporter.mixin.inhibition import inhibit_rules
 from exporter.mixin.rules import recording_rule_groups
 
 APP = "vllm-specdecode"
-SIDECAR_IMAGE = "specdecode-exporter:0.1.0"
-VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
+SIDECAR_PORT = ("specdecode", 9847)  # not "metrics": charts (llm-d) scrape the port of that name as vLLM's
+STATE_DIR = "/var/lib/specdecode"
 LOG_DIR = "/var/log/vllm"
 PLUGIN_DIR = "/var/lib/specdecode-plugin"  # our vLLM plugin's records (an image built from deploy/vllm/Dockerfile)
 LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/part-of": "specdecode-exporter"}
@@ -54,37 +59,43 @@ def _meta(name: str, **labels: str) -> dict[str, Any]:
     return {"name": name, "labels": {**LABELS, **labels}}
 
 
-def _sidecar_container() -> dict[str, Any]:
+SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": 10001,
+    "readOnlyRootFilesystem": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def sidecar_container(config: MixinConfig) -> dict[str, Any]:
+    """The sidecar, as it is added to this pod or to a production-stack / llm-d release's (deploy/README.md)."""
+    name, port = SIDECAR_PORT
     return {
         "name": "specdecode-exporter",
-        "image": SIDECAR_IMAGE,
+        "image": config.sidecar_image,
         # plugin records when the vLLM image carries the plugin (exact), else the log and /metrics alone
         "args": ["serve", "--vllm-plugin-dir", PLUGIN_DIR, "--log", f"{LOG_DIR}/vllm.log", "--target", "http://127.0.0.1:8000/metrics",
-                 "--listen", "0.0.0.0:9847", "--state-dir", "/var/lib/specdecode"],
-        "ports": [{"name": "metrics", "containerPort": 9847}],
+                 "--listen", f"0.0.0.0:{port}", "--state-dir", STATE_DIR],
+        "ports": [{"name": name, "containerPort": port}],
         "volumeMounts": [
             {"name": "plugin-records", "mountPath": PLUGIN_DIR, "readOnly": True},
             {"name": "vllm-logs", "mountPath": LOG_DIR, "readOnly": True},
-            {"name": "sidecar-state", "mountPath": "/var/lib/specdecode"},
+            {"name": "sidecar-state", "mountPath": STATE_DIR},
         ],
-        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
-        "readinessProbe": {"httpGet": {"path": "/-/healthy", "port": "metrics"}, "periodSeconds": 10},
-        "livenessProbe": {"httpGet": {"path": "/-/healthy", "port": "metrics"}, "periodSeconds": 20, "failureThreshold": 3},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 10001,
-            "readOnlyRootFilesystem": True,
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "resources": config.sidecar_resources,
+        # liveness only: a pod is Ready when all its containers are, so a sidecar's readiness probe would
+        # take vLLM out of its Service whenever the sidecar (not vLLM) is slow
+        "livenessProbe": {"httpGet": {"path": "/-/healthy", "port": name}, "periodSeconds": 20, "failureThreshold": 3},
+        "securityContext": SECURITY,
     }
 
 
-def _vllm_container() -> dict[str, Any]:
+def _vllm_container(config: MixinConfig) -> dict[str, Any]:
     return {
         "name": "vllm",
-        "image": VLLM_IMAGE,
+        "image": config.vllm_image,
         "args": [
             "--model", "$(MODEL)", "--served-model-name", "$(SERVED_MODEL_NAME)",
             "--speculative-config", "$(SPECULATIVE_CONFIG)", "--port", "8000",
@@ -101,93 +112,109 @@ def _vllm_container() -> dict[str, Any]:
             {"name": "vllm-logging", "mountPath": "/etc/vllm", "readOnly": True},
             {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"},
         ],
-        "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"}, "limits": {"memory": "64Gi", "nvidia.com/gpu": "1"}},
+        "resources": config.vllm_resources,
         "startupProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10, "failureThreshold": 90},
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10},
         "livenessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 30, "failureThreshold": 3},
     }
 
 
-def _simulator_container() -> dict[str, Any]:
-    container = _sidecar_container()
+def _simulator_container(config: MixinConfig) -> dict[str, Any]:
     return {
-        **{k: v for k, v in container.items() if k not in ("args", "ports", "volumeMounts", "readinessProbe", "livenessProbe")},
         "name": "vllm",
+        "image": config.sidecar_image,
         "args": ["simulate", "--scenario", "drop-off", "--drop-after", "300", "--listen", "0.0.0.0:8000", "--log-file", f"{LOG_DIR}/vllm.log"],
         "ports": [{"name": "http", "containerPort": 8000}],
         "volumeMounts": [{"name": "vllm-logs", "mountPath": LOG_DIR}],
+        "resources": config.sidecar_resources,
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10},
         "livenessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 20},
+        "securityContext": SECURITY,
     }
 
 
-def _deployment(demo: bool) -> dict[str, Any]:
+def _claim(name: str, storage: str, config: MixinConfig) -> dict[str, Any]:
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}
+    if config.state_storage_class:
+        spec["storageClassName"] = config.state_storage_class
+    return {"metadata": {"name": name, "labels": dict(LABELS)}, "spec": spec}
+
+
+def _stateful_set(config: MixinConfig) -> dict[str, Any]:
+    gpu = config.workload == "vllm"
     volumes: list[dict[str, Any]] = [
         {"name": "vllm-logs", "emptyDir": {"sizeLimit": "256Mi"}},
         {"name": "plugin-records", "emptyDir": {"sizeLimit": "64Mi"}},
-        {"name": "sidecar-state", "emptyDir": {"sizeLimit": "16Mi"}},
     ]
-    if not demo:
-        volumes += [
-            {"name": "vllm-logging", "configMap": {"name": f"{APP}-logging"}},
-            {"name": "hf-cache", "persistentVolumeClaim": {"claimName": f"{APP}-hf-cache"}},
-        ]
+    claims = [_claim("sidecar-state", config.state_storage, config)]
+    if gpu:
+        volumes.append({"name": "vllm-logging", "configMap": {"name": f"{APP}-logging"}})
+        claims.append(_claim("hf-cache", "100Gi", config))
     return {
         "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "kind": "StatefulSet",
         "metadata": _meta(APP),
         "spec": {
-            "replicas": 1,
+            "replicas": config.replicas,
+            "serviceName": APP,
+            "podManagementPolicy": "Parallel",  # replicas start together; each keeps its own claims
             "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
             "template": {
                 "metadata": {"labels": dict(LABELS)},
                 "spec": {
-                    "containers": [_simulator_container() if demo else _vllm_container(), _sidecar_container()],
+                    "automountServiceAccountToken": False,  # neither container talks to the API server
+                    "containers": [_vllm_container(config) if gpu else _simulator_container(config), sidecar_container(config)],
                     "volumes": volumes,
-                    "securityContext": {"fsGroup": 10001},
+                    # the sidecar (uid 10001) writes its claim; OnRootMismatch: the 100 Gi model cache is not
+                    # walked and re-owned at every start, only when its root is not ours yet
+                    "securityContext": {"fsGroup": 10001, "fsGroupChangePolicy": "OnRootMismatch"},
                 },
             },
+            "volumeClaimTemplates": claims,
         },
     }
 
 
 def _service() -> dict[str, Any]:
+    name, port = SIDECAR_PORT
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(APP),
         "spec": {
             "selector": {"app.kubernetes.io/name": APP},
-            "ports": [{"name": "http", "port": 8000, "targetPort": "http"}, {"name": "metrics", "port": 9847, "targetPort": "metrics"}],
+            "ports": [{"name": "http", "port": 8000, "targetPort": "http"}, {"name": name, "port": port, "targetPort": name}],
         },
     }
 
 
-def _pod_monitor() -> dict[str, Any]:
+def pod_monitor(config: MixinConfig) -> dict[str, Any]:
+    """The sidecar's port, and vLLM's /metrics unless another job scrapes it already (scrape_vllm)."""
+    endpoints = [{"port": SIDECAR_PORT[0], "interval": "15s"}]
+    if config.scrape_vllm:
+        endpoints.append({"port": "http", "path": "/metrics", "interval": "15s"})
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
-        "metadata": _meta(APP),
-        "spec": {
-            "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-            "podMetricsEndpoints": [{"port": "metrics", "interval": "15s"}, {"port": "http", "path": "/metrics", "interval": "15s"}],
-        },
+        "metadata": _meta(APP, **config.pod_monitor_labels),
+        "spec": {"selector": {"matchLabels": dict(config.pod_selector)}, "podMetricsEndpoints": endpoints},
     }
 
 
-def _network_policy() -> dict[str, Any]:
+def _network_policy(config: MixinConfig) -> dict[str, Any]:
+    port = SIDECAR_PORT[1]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": _meta(f"{APP}-metrics"),
         "spec": {
-            "podSelector": {"matchLabels": {"app.kubernetes.io/name": APP}},
+            "podSelector": {"matchLabels": dict(config.pod_selector)},
             "policyTypes": ["Ingress"],
             "ingress": [
-                # the sidecar's metrics port: Prometheus only
+                # the sidecar's port: Prometheus only
                 {
                     "from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
-                    "ports": [{"port": 9847, "protocol": "TCP"}],
+                    "ports": [{"port": port, "protocol": "TCP"}],
                 },
                 # vLLM's API (and its /metrics) stays open to its clients
                 {"ports": [{"port": 8000, "protocol": "TCP"}]},
@@ -200,17 +227,40 @@ def prometheus_rule(config: MixinConfig) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
-        "metadata": _meta("specdecode", prometheus="k8s", role="alert-rules"),
+        "metadata": _meta("specdecode", **config.prometheus_rule_labels),
         "spec": {"groups": recording_rule_groups(config) + alert_groups(config)},
     }
 
 
-def dashboards_configmap(config: MixinConfig = DEFAULT) -> dict[str, Any]:
-    """The committed dashboards (rule sets of every variant share their record names)."""
+def _camel(rule: dict[str, Any]) -> dict[str, Any]:
+    """An Alertmanager inhibit rule (alertmanager.yml's) as AlertmanagerConfig's `inhibitRules` item."""
+
+    def matchers(texts: list[str]) -> list[dict[str, str]]:
+        out = []
+        for text in texts:
+            label, op, value = (text.partition("=~") if "=~" in text else text.partition("="))
+            out.append({"name": label, "value": value.strip('"'), "matchType": op})
+        return out
+
+    return {"sourceMatch": matchers(rule["source_matchers"]), "targetMatch": matchers(rule["target_matchers"]), "equal": rule["equal"]}
+
+
+def alertmanager_config(config: MixinConfig) -> dict[str, Any]:
+    """Inhibition for an operator-managed Alertmanager. The operator scopes a namespaced
+    AlertmanagerConfig to its own namespace (it adds a `namespace` matcher), which is where these alerts are."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1alpha1",
+        "kind": "AlertmanagerConfig",
+        "metadata": _meta("specdecode", **config.alertmanager_config_labels),
+        "spec": {"inhibitRules": [_camel(rule) for rule in inhibit_rules(config)]},
+    }
+
+
+def dashboards_configmap(config: MixinConfig) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {**_meta("specdecode-dashboards", grafana_dashboard="1"), "annotations": {"grafana_folder": "Speculative decoding"}},
+        "metadata": {**_meta("specdecode-dashboards", **config.dashboard_labels), "annotations": dict(config.dashboard_annotations)},
         "data": {name: json.dumps(board, indent=2, sort_keys=True) + "\n" for name, board in dashboards(config).items()},
     }
 
@@ -232,25 +282,17 @@ def _logging_configmap() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{APP}-logging"), "data": {"logging.json": json.dumps(VLLM_LOGGING_CONFIG, indent=2)}}
 
 
-def _hf_cache_claim() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": _meta(f"{APP}-hf-cache"),
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "100Gi"}}},
-    }
-
-
-def manifests(config: MixinConfig, demo: bool) -> dict[str, dict[str, Any]]:
-    """File name → manifest, for one variant."""
+def manifests(config: MixinConfig) -> dict[str, dict[str, Any]]:
+    """File name → manifest."""
     files = {
-        "deployment.yaml": _deployment(demo),
-        "service.yaml": _service(),
-        "podmonitor.yaml": _pod_monitor(),
-        "networkpolicy.yaml": _network_policy(),
+        "podmonitor.yaml": pod_monitor(config),
         "prometheusrule.yaml": prometheus_rule(config),
-        "dashboards-configmap.yaml": dashboards_configmap(),
+        "alertmanagerconfig.yaml": alertmanager_config(config),
+        "dashboards-configmap.yaml": dashboards_configmap(config),
     }
-    if not demo:
-        files |= {"model-configmap.yaml": _model_configmap(), "logging-configmap.yaml": _logging_configmap(), "hf-cache-pvc.yaml": _hf_cache_claim()}
+    if config.workload == "none":  # another chart owns the pods (and their network policy): monitoring and vLLM's log config
+        return files | {"logging-configmap.yaml": _logging_configmap()}
+    files |= {"statefulset.yaml": _stateful_set(config), "service.yaml": _service(), "networkpolicy.yaml": _network_policy(config)}
+    if config.workload == "vllm":
+        files |= {"model-configmap.yaml": _model_configmap(), "logging-configmap.yaml": _logging_configmap()}
     return files

@@ -15,12 +15,17 @@ Why each part:
   until it leaves the hold, so a drop alerts for the whole hold (7 days by default) and is then
   the new normal. A day-long pool is what makes the maximum safe: a busy hour of easy prompts
   moves a day's pool by little, and a day holds the whole daily traffic mix.
-- The key is (job, instance, model_name, engine, any `vllm_config_labels`, k). vLLM's /metrics
-  names k only through its position series, so k is the number of those series. A new k starts a
-  new reference from nothing; the old one stays visible beside it for the hold. Its first
-  `config_change_guard` of rates is skipped (a rate window across the restart holds the old
-  config's traffic). Method or drafter changes with the same k keep the reference unless a
-  config label tells them apart; in Kubernetes a rollout changes `instance`, which does.
+- The key is a stable identity, never the pod's address: (`identity_labels` — namespace and job
+  by default —, model_name, engine, any `vllm_config_labels`, k), pooled across every replica
+  (Σ over replicas, then over time). A rollout replaces every pod and `instance`, but not the
+  key: the new pods are judged against the normal their predecessors set, so a rollout that
+  ships a worse drafter alerts. Each server's current L is compared with its identity's
+  reference, so of three replicas the one that degrades alerts, alone. vLLM's /metrics names k
+  only through its position series, so k is the number of those series. A new k starts a new
+  reference from nothing; the old one stays visible beside it for the hold. A server's first
+  `config_change_guard` of rates at a k is skipped (a rate window across the restart holds the
+  old config's traffic). Method or drafter changes with the same k keep the reference unless a
+  config label tells them apart.
 - A restart keeps the reference: rate() handles the counter reset and the key does not change.
 - A lull cannot set a reference (average draft floor) and cannot alert (the alert's traffic floor).
 """
@@ -29,27 +34,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
 from exporter.mixin.counters import Counters
 
 K_LABEL = "num_speculative_tokens"
+IDENTITY_LEVEL = "identity_model_engine_k"
 
 
-def keyed_by(counters: Counters) -> tuple[str, ...]:
-    """The labels of one reference: the series' own, then k."""
-    return (*counters.by, K_LABEL)
+def keyed_by(config: MixinConfig) -> tuple[str, ...]:
+    """The labels of one reference: the stable identity, model, engine, config labels, then k."""
+    return (*dict.fromkeys((*config.identity_labels, *names.VLLM_DRAFTS.labels, *config.vllm_config_labels)), K_LABEL)
 
 
 def reference_names(config: MixinConfig, counters: Counters) -> dict[str, str]:
-    """Record names at level `<level>_k` (the series' labels plus k), following rules.py's convention."""
-    lvl, m, w = f"{counters.level}_k", counters.metric, config.rate_window
+    """Record names at level `<level>_k` (each server's labels plus k) and `identity_model_engine_k`
+    (the key, pooled across replicas), following rules.py's convention."""
+    lvl, ident, m, w = f"{counters.level}_k", IDENTITY_LEVEL, counters.metric, config.rate_window
     return {
         "drafts": f"{lvl}:{m}_drafts:rate{w}",
         "accepted": f"{lvl}:{m}_accepted_tokens:rate{w}",
         "mean_acceptance_length": f"{lvl}:{m}_mean_acceptance_length:ratio_rate{w}",
-        "pooled": f"{lvl}:{m}_mean_acceptance_length:ratio_pooled{config.reference_pool}",
+        "identity_drafts": f"{ident}:{m}_drafts:rate{w}",
+        "identity_accepted": f"{ident}:{m}_accepted_tokens:rate{w}",
+        "pooled": f"{ident}:{m}_mean_acceptance_length:ratio_pooled{config.reference_pool}",
         # not named after its windows: demo and production rule sets share one dashboard
-        "reference": f"{lvl}:{m}_mean_acceptance_length:ratio_reference",
+        "reference": f"{ident}:{m}_mean_acceptance_length:ratio_reference",
     }
 
 
@@ -67,17 +77,20 @@ def keyed_rules(config: MixinConfig, counters: Counters, n: dict[str, str]) -> l
         _rule(r["drafts"], f"{n['drafts']} * on({by}) group_left({K_LABEL}) {guarded_k}"),
         _rule(r["accepted"], f"{n['accepted']} * on({by}) group_left({K_LABEL}) {guarded_k}"),
         _rule(r["mean_acceptance_length"], f"1 + {r['accepted']} / ({r['drafts']} > 0)"),
+        # the key's rates: every replica's summed, numerators and denominators apart
+        _rule(r["identity_drafts"], f"sum by ({', '.join(keyed_by(config))}) ({r['drafts']})"),
+        _rule(r["identity_accepted"], f"sum by ({', '.join(keyed_by(config))}) ({r['accepted']})"),
     ]
 
 
 def reference_rules(config: MixinConfig, counters: Counters) -> list[dict[str, Any]]:
     r, pool = reference_names(config, counters), config.reference_pool
     pooled = (
-        f"1 + sum_over_time({r['accepted']}[{pool}]) / (sum_over_time({r['drafts']}[{pool}]) > 0)"
+        f"1 + sum_over_time({r['identity_accepted']}[{pool}]) / (sum_over_time({r['identity_drafts']}[{pool}]) > 0)"
         # a lull's few drafts never set a reference …
-        f" and avg_over_time({r['drafts']}[{pool}]) >= {config.min_drafts_per_second:g}"
+        f" and avg_over_time({r['identity_drafts']}[{pool}]) >= {config.min_drafts_per_second:g}"
         # … nor a config younger than the settle time
-        f" and {r['drafts']} offset {config.reference_settle}"
+        f" and {r['identity_drafts']} offset {config.reference_settle}"
     )
     return [
         _rule(r["pooled"], pooled),
