@@ -24,6 +24,14 @@ def parse_rfc3339(stamp: str) -> float | None:
         return None
 
 
+def parse_local(stamp: str) -> float | None:
+    """`YYYY-MM-DD HH:MM:SS` in local time (a stamp that has its year) → unix time; None if invalid."""
+    try:
+        return datetime.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
 def resolve_log_time(month_day_time: str, reference: float) -> float | None:
     """Unix time of a `MM-DD HH:MM:SS` stamp at or before `reference` (+1 day); None if invalid."""
     try:
