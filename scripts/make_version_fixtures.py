@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from version_fixtures import legacy, modern
 
-SCENARIOS = [modern.s026_dp2, modern.s033_json, modern.s033_text, modern.s024, modern.s028,
-             modern.s030, legacy.s043, legacy.s063, legacy.s084, legacy.s_v1a]
+SCENARIOS = [modern.s026_dp2, modern.s033_json, modern.s033_text, modern.s034, modern.s034_diffusion, modern.s024,
+             modern.s028, modern.s030, legacy.s043, legacy.s063, legacy.s084, legacy.s_v1a]
 
 
 def main() -> None:
