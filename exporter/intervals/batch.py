@@ -207,6 +207,7 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     if interpreter.clock == "log":
         stamps = [lines.stamps[i] for i in where[kept].tolist()]
         ends = log_times(stamps, interpreter.year_reference or read_at, read_at)
+        interpreter.saw_undated(float(ends.max()))
     else:
         ends = np.full(len(kept), read_at)
     for name in dict.fromkeys(engines[kept].tolist()):

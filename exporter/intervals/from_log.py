@@ -95,6 +95,8 @@ class LogInterpreter:
     _v0_joined: bool = False  # see joined_mid_run
     _last_end: dict[SeriesKey, float] = field(default_factory=dict)
     restarts: int = 0
+    last_undated: float | None = None  # the latest time resolved from a stamp without a year (clock="log")
+    unstamped: int = 0  # spec lines timed on arrival for want of a stamp of their own (clock="log": message-only lines)
 
     def feed(self, line: RawLine) -> LineOutcome:
         text = line.text
@@ -219,6 +221,11 @@ class LogInterpreter:
         self._last_end[key] = end
         return previous
 
+    def saw_undated(self, at: float) -> None:
+        """A time was resolved from a year-less stamp (analyze asks whether the mtime dates it)."""
+        if self.last_undated is None or at > self.last_undated:
+            self.last_undated = at
+
     def draft_length(self) -> DraftLength:
         """Whether every draft holds k tokens under the config the log has announced so far."""
         return draft_length(self.config.method, self.config.server_version, self.config.variable_drafts)
@@ -235,7 +242,9 @@ class LogInterpreter:
                     return stamp
             stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)
             if stamp is not None:
+                self.saw_undated(stamp)
                 return stamp
+            self.unstamped += 1
         return line.read_at
 
     def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine) -> LineOutcome:

@@ -28,8 +28,11 @@ def _at(values: list[Any] | None, index: int) -> Any:
     return values[index] if values is not None and index < len(values) else None
 
 
-def _utc(at: float | None) -> str:
-    return "?" if at is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+def _utc(at: float | None, undated: bool = False) -> str:
+    """A date in UTC; without its year (on the log's own clock) where the log cannot tell the year."""
+    if at is None:
+        return "?"
+    return time.strftime("%m-%d %H:%M (year unknown)", time.localtime(at)) if undated else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
 
 
 def _hours(seconds: float) -> str:
@@ -40,33 +43,37 @@ def _memory_lines(s: dict[str, Any]) -> list[str]:
     """Since when the verdict holds, the reference it is judged against, and the unhealthy spans."""
     lines = []
     end = s["end"]
+    undated = s.get("year_known") is False
+    if s.get("dates_unknown"):
+        lines.append(f"  dates: {s['dates_unknown']}")
     if s.get("health_since") is not None:
         held = f" ({_hours(end - s['health_since'])} before the log's end)" if end is not None else ""
-        lines.append(f"  {s['health']} since {_utc(s['health_since'])}{held}")
+        lines.append(f"  {s['health']} since {_utc(s['health_since'], undated)}{held}")
     reference = s.get("reference")
     if reference and reference["drafts"]:
         state = "judging" if reference["ready"] else f"learning, {reference['drafts']} of {reference['min_drafts']} drafts"
         lines.append(
             f"  reference L = {_num(reference['mean_acceptance_length'])} (position 0 {_num(_at(reference['position_acceptance'], 0))}) "
-            f"from {reference['drafts']} healthy drafts, {_utc(reference['start'])} – {_utc(reference['end'])}; {state}"
+            f"from {reference['drafts']} healthy drafts, {_utc(reference['start'], undated)} – {_utc(reference['end'], undated)}; {state}"
         )
     lines.extend(
         f"  earlier reference (method {old['method'] or '?'}, k = {old['num_speculative_tokens'] or '?'}): "
-        f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'])}"
+        f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'], undated)}"
         for old in s.get("previous_references", [])
     )
     for span in s.get("unhealthy_spans", []):
         stop = span["end"] if span["end"] is not None else end
-        until = "the log's end" if span["ongoing"] else _utc(span["end"])
+        until = "the log's end" if span["ongoing"] else _utc(span["end"], undated)
         length = f" ({_hours(stop - span['start'])})" if stop is not None else ""
-        lines.append(f"  {span['worst']}: {_utc(span['start'])} → {until}{length}")
+        lines.append(f"  {span['worst']}: {_utc(span['start'], undated)} → {until}{length}")
     return lines
 
 
 def _run_lines(s: dict[str, Any]) -> list[str]:
     """Each run where the speculative config changed, with its own numbers (the lifetime pools them)."""
+    undated = s.get("year_known") is False
     return [
-        f"  run {n} (method {run['method'] or '?'}, k = {run['num_speculative_tokens'] or '?'}), {_utc(run['start'])} – {_utc(run['end'])}: "
+        f"  run {n} (method {run['method'] or '?'}, k = {run['num_speculative_tokens'] or '?'}), {_utc(run['start'], undated)} – {_utc(run['end'], undated)}: "
         f"drafts {_num(run['drafts'], 'd')}, L = {_num(run['mean_acceptance_length'])}, "
         f"α = {_percent(run['draft_acceptance_ratio'])}, "
         f"mean draft length {_num(run['mean_draft_length'], '.2f')}"
@@ -80,7 +87,7 @@ def _sampled_lines(report: dict[str, Any]) -> list[str]:
     for sample in report["sampled"]:
         values = ", ".join(f"{name.replace('_', ' ')} {value:.3f}" for name, value in sample["values"].items())
         out.append(f"{sample['model_name']} · engine {sample['engine']} · {sample['upstream']}  ({sample['format'] or '?'}, sampled)")
-        out.append(f"  last values at {_utc(sample['at'])}: {values}")
+        out.append(f"  last values at {_utc(sample['at'], sample.get('year_known') is False)}: {values}")
         out.append("  the server prints snapshots of its last batch window, not counts: no D, no per-position rates, no verdict")
         out.append("")
     return out
