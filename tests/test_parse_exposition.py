@@ -185,3 +185,19 @@ def test_target_urls():
     assert target_from_url("127.0.0.1:8000").url == "http://127.0.0.1:8000/metrics"
     with pytest.raises(TargetsError):
         target_from_url("ftp://x/metrics")
+
+
+def test_tensorrt_llms_drained_json_metrics_is_refused_never_read_as_counters():
+    from exporter.intervals.scrapes import ScrapeInterpreter
+    from exporter.parse.exposition import looks_drained
+    from exporter.state.store import Store
+
+    body = (GOLDEN / "exposition" / "trtllm-iteration-stats.json").read_text()
+    assert looks_drained(body) and looks_drained("[]\n")  # nothing ran since the last read: still the drained route
+    assert not looks_drained((GOLDEN / "exposition" / "trtllm.prom").read_text()) and not looks_drained('[{"no": 1}]')
+    store = Store()
+    interpreter = ScrapeInterpreter(store)
+    outcome = interpreter.accept("http://127.0.0.1:8000/metrics", body, 1.0)
+    assert outcome.stop and outcome.failure is not None and outcome.failure[0] == "drained_endpoint"
+    assert "/prometheus/metrics" in outcome.failure[1]
+    assert store.snapshot().series == ()  # the drained deltas were not taken for counters
