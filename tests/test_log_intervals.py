@@ -161,3 +161,15 @@ def test_log_clock_takes_the_year_from_the_reference_and_container_time_wins():
     framed = interpreter.feed(RawLine("log", line, read_at=time.time(), stream_stamp="2026-11-30T18:02:44.5Z")).interval
     assert framed.end == datetime.fromisoformat("2026-11-30T18:02:44.500000+00:00").timestamp()
     assert framed.start == interval.end  # consecutive lines of one series chain their intervals
+
+
+def test_a_cut_json_record_is_truncated_and_a_whole_one_with_its_year_is_dated_by_it():
+    record = ('{"asctime": "2024-07-24 10:00:10,112", "levelname": "INFO", "name": "vllm.v1.spec_decode.metrics", '
+              '"processName": "MainProcess", "process": 7, "message": "SpecDecoding metrics: Mean acceptance length: 1.80, '
+              'Accepted throughput: 1.20 tokens/s, Drafted throughput: 1.50 tokens/s, Accepted: 12 tokens, Drafted: 15 tokens, '
+              'Per-position acceptance rate: 0.533, 0.267, Avg Draft acceptance rate: 80.0%", "vllm_process_name": "APIServer"}')
+    interpreter = LogInterpreter("log", clock="log", year_reference=datetime(2026, 12, 3).timestamp())
+    cut = interpreter.feed(RawLine("log", record[:260], read_at=time.time()))
+    assert cut.problem is not None and cut.problem.reason == "truncated" and cut.interval is None
+    whole = interpreter.feed(RawLine("log", record, read_at=time.time())).interval
+    assert whole is not None and whole.end == datetime(2024, 7, 24, 10, 0, 10).timestamp()  # asctime's year, not the mtime's
