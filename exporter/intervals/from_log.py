@@ -24,7 +24,7 @@ from exporter.parse.envelope import parse_bare, parse_envelope, split_records, s
 from exporter.parse.json_log import looks_like_json_record
 from exporter.parse.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
-from exporter.parse.timestamps import parse_local, parse_rfc3339, resolve_log_time
+from exporter.parse.timestamps import parse_rfc3339, resolve_log_time
 from exporter.parse.vllm_log import (
     SPEC_MARKERS,
     TRUNCATED,
@@ -237,7 +237,7 @@ class LogInterpreter:
                 if stamp is not None:
                     return stamp
             if len(month_day_time) > 14:  # the line printed its year (JSON asctime, a log store's stamp)
-                stamp = parse_local(month_day_time)
+                stamp = parse_rfc3339(month_day_time)
                 if stamp is not None:
                     return stamp
             stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)

@@ -47,7 +47,8 @@ _RECORD_START = re.compile(
 # Messages a bare line may start with; anything before the first is an unknown prefix.
 BARE_STARTS = ("SpecDecoding metrics: ", "Speculative metrics: ", "DiffusionDecoding metrics: ")
 _BARE_ENGINE = re.compile(r"(?:^|\s)(Engine \d+: |\d+ Engines Aggregated: )")
-_DATED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)")
+_DATED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?P<fraction>[.,]\d+)?(?P<zone>Z|[+-]\d\d:?\d\d)?")
+_UNDATED = re.compile(r"(?<![\d-])(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)")  # vLLM's own datefmt in a custom format
 _PID = re.compile(r"\bpid=(\d+)\b")
 
 
@@ -64,7 +65,7 @@ def parse_envelope(text: str) -> LogEnvelope | None:
         record = parse_json_record(text)
         if record is not None:
             return record
-    match = _ENVELOPE.match(strip_ansi(text))
+    match = _ENVELOPE.match(strip_ansi(text).lstrip())  # a pasted line may come indented
     if match is None:
         return None
     pid = match["pid"] or match["pid2"]
@@ -113,13 +114,15 @@ def parse_bare(text: str) -> LogEnvelope | None:
     if any(quote in prefix for quote in "'\"`"):
         return None  # the marker is quoted inside some other message, not a record of its own
     dated = _DATED.search(prefix)
+    undated = _UNDATED.search(prefix) if dated is None else None
     pid = _PID.search(prefix)
     return LogEnvelope(
         process=None,
         pid=int(pid[1]) if pid else None,
         level="",
-        month_day_time=f"{dated['date'][5:]} {dated['time']}" if dated else "",
+        month_day_time=f"{dated['date'][5:]} {dated['time']}" if dated else undated["stamp"] if undated else "",
         source_file="",
         message=clean[at:],
-        dated=f"{dated['date']} {dated['time']}" if dated else None,
+        # with its year, and its zone where it has one (`…Z`, `+02:00`); without a zone it is local time
+        dated=f"{dated['date']}T{dated['time']}{dated['fraction'] or ''}{(dated['zone'] or '').replace('Z', '+00:00')}" if dated else None,
     )

@@ -60,5 +60,5 @@ def parse_json_record(text: str) -> LogEnvelope | None:
         month_day_time=stamp[2] if stamp else "",
         source_file=name if isinstance(name, str) else "",
         message=message,
-        dated=f"{stamp[1]}-{stamp[2]}" if stamp else None,  # asctime has the year: no inference needed
+        dated=f"{stamp[1]}-{stamp[2].replace(' ', 'T')}" if stamp else None,  # asctime has the year (local time)
     )

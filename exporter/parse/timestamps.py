@@ -23,17 +23,10 @@ _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 
 
 def parse_rfc3339(stamp: str) -> float | None:
-    """RFC 3339 with up to nanoseconds (Python keeps microseconds) → unix time; None if invalid."""
+    """RFC 3339 with up to nanoseconds (Python keeps microseconds) → unix time; None if invalid.
+    Without a zone the stamp is local time, as vLLM's own stamps are."""
     try:
         return datetime.fromisoformat(_FRACTION.sub(r"\1", stamp, count=1).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def parse_local(stamp: str) -> float | None:
-    """`YYYY-MM-DD HH:MM:SS` in local time (a stamp that has its year) → unix time; None if invalid."""
-    try:
-        return datetime.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S").timestamp()
     except ValueError:
         return None
 
