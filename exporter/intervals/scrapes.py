@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exporter.intervals.from_scrape import ScrapeDeltas
-from exporter.parse.exposition import DRAINED_DETAIL, ExpositionError, ExpositionSnapshot, looks_drained, parse_exposition
+from exporter.parse.exposition import DRAINED_COUNTERS_DETAIL, DRAINED_DETAIL, ExpositionError, ExpositionSnapshot, looks_drained, parse_exposition
 from exporter.records import RecordSink, SampledValues, SeriesKey, SpecConfig
 from exporter.sources.scrape import SOURCE_KIND
 
@@ -61,6 +61,8 @@ class ScrapeInterpreter:
         invalid_before = deltas.invalid
         for interval in deltas.update(snapshot.counters, now):
             self.sink.record_interval(interval)
+        if deltas.drained:
+            return ScrapeResult(failure=("drained_endpoint", DRAINED_COUNTERS_DETAIL), stop=True)
         for (model, engine), values in snapshot.sampled.items():
             key = SeriesKey(upstream=url, model_name=model, engine=engine, source=SOURCE_KIND)
             self.sink.record_sample(SampledValues(key, now, tuple(sorted(values.items())), snapshot.engine_kind or ""))

@@ -183,6 +183,13 @@ DRAINED_DETAIL = (
 )
 
 
+DRAINED_COUNTERS_DETAIL = (
+    "a spec-decode counter went down while its _created stayed the same: no restart, so this endpoint is drained on "
+    "read (each scrape gets what accumulated since the last read, by anyone) or its counters are not cumulative; "
+    "read as counters it would undercount, so it is not used and not scraped again"
+)
+
+
 def looks_drained(text: str) -> bool:
     """TensorRT-LLM's JSON iteration stats (`GET /metrics` of trtllm-serve): a JSON list of per-iteration
     objects (`{"iter": …, "specDecodingStats": {…}}`), `[]` when nothing ran since the last read."""
