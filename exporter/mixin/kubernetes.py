@@ -19,7 +19,7 @@ from exporter.mixin.rules import recording_rule_groups
 
 APP = "vllm-specdecode"
 SIDECAR_IMAGE = "specdecode-exporter:0.1.0"
-VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
+VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
 LOG_DIR = "/var/log/vllm"
 PLUGIN_DIR = "/var/lib/specdecode-plugin"  # our vLLM plugin's records (an image built from deploy/vllm/Dockerfile)
 LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/part-of": "specdecode-exporter"}
