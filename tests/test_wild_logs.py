@@ -4,6 +4,8 @@ every report keeps, checked on every fixture and on fixtures damaged the ways lo
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
 import os
@@ -93,6 +95,13 @@ def test_a_line_cut_at_per_pos_is_truncated_and_counts_nothing():
     assert -(-engine["draft_tokens"] // 5) <= low <= engine["drafts"] <= high and series["mean_draft_length"] <= 5.0
     assert report["sources"][0]["formats"]["spec-timing"] == want["seen"]["spec-timing"]  # the fork's timing lines: seen
     assert report["spec_lines"] == engine["spec_lines"] + 1  # the cut line was a spec line, refused
+    # the acceptance-length histogram from the exact per-position counts, in JSON and in CSV's one cell
+    positions = series["accepted_per_position"]
+    above = [series["drafts"], *positions]
+    exact = [(a - b) / series["drafts"] for a, b in zip(above, positions, strict=False)] + [positions[-1] / series["drafts"]]
+    assert series["acceptance_length_histogram"] == [pytest.approx(h, abs=1e-6) for h in exact]
+    (row, *_) = list(csv.DictReader(io.StringIO(render_csv(report))))
+    assert [float(h) for h in row["acceptance_length_histogram"].split(";")] == [pytest.approx(h, abs=1e-6) for h in exact]
 
 
 def test_sglang_decode_lines_are_in_the_table_as_sampled_values():
