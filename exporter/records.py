@@ -31,6 +31,7 @@ class LogEnvelope:
     month_day_time: str  # "MM-DD HH:MM:SS" as printed: no year, no zone
     source_file: str  # "metrics.py", or a repo-relative path in DEBUG mode
     message: str
+    dated: str | None = None  # ISO 8601 with the year (local time unless it has a zone): JSON asctime, a log store's stamp
 
 
 @dataclass(frozen=True, slots=True)

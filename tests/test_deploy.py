@@ -107,7 +107,7 @@ def test_dockerfile_rules():
 def test_vllm_plugin_image_extends_the_pinned_official_image_and_touches_nothing_else():
     text = (ROOT / "deploy" / "vllm" / "Dockerfile").read_text()
     instructions = [line for line in text.splitlines() if line and not line.startswith("#")]
-    assert instructions[0] == "FROM vllm/vllm-openai:v0.33.0" and len(instructions) == 2  # the two lines the docs promise
+    assert instructions[0] == "FROM vllm/vllm-openai:v0.34.0" and len(instructions) == 2  # the two lines the docs promise
     assert "--no-deps" in instructions[1] and "--no-cache-dir" in instructions[1]
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     vllm = compose["services"]["vllm"]

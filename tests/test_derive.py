@@ -165,3 +165,14 @@ def test_default_costs_on_the_real_cases():
     assert fixed_dflash.recommended_speculative_tokens <= 6  # of 15 drafted
     capture = derive(totals_for([0.615, 0.453, 0.405, 0.372, 0.346, 0.328, 0.310, 0.293]), DEFAULT_COSTS["draft_model"])
     assert capture.recommended_speculative_tokens == 8
+
+
+def test_the_acceptance_length_histogram_is_exact_from_the_prefix_counts():
+    from exporter.judge.derive import acceptance_histogram
+
+    # 10 drafts of k = 3: 3 accepted nothing, 2 exactly one, 1 exactly two, 4 all three → A_i = (7, 5, 4)
+    assert acceptance_histogram((7, 5, 4), 10) == (0.3, 0.2, 0.1, 0.4)
+    histogram = acceptance_histogram((7, 5, 4), 10)
+    assert histogram is not None and sum(j * h for j, h in enumerate(histogram)) == pytest.approx((7 + 5 + 4) / 10)
+    assert acceptance_histogram((), 10) is None and acceptance_histogram((3,), 0) is None
+    assert acceptance_histogram((5, 6), 10) is None  # not a prefix curve: no histogram has these counts

@@ -75,6 +75,7 @@ def test_model_name_comes_from_startup_lines_or_the_override():
 
 def test_v0_counts_are_deltas_and_the_first_line_joined_mid_run_is_a_baseline():
     interpreter = LogInterpreter("log")
+    interpreter.joined_mid_run()  # the follower starts at the end of a running server's log
     outcomes = feed(interpreter, v0(100, 400, 250), v0(160, 600, 370), v0(160, 600, 370))
     assert outcomes[0].interval is None and outcomes[0].spec_line
     second = outcomes[1].interval
@@ -85,12 +86,36 @@ def test_v0_counts_are_deltas_and_the_first_line_joined_mid_run_is_a_baseline():
     assert outcomes[2].interval is None  # no new drafts: nothing, never a zero-rate interval
 
 
-def test_v0_restart_without_startup_lines_is_a_new_baseline_not_a_spike():
+def test_a_v0_file_read_from_its_start_counts_its_first_line_since_the_server_started():
+    """A V0 line's counts are totals since the server started: a result, not only a baseline (one
+    cumulative line used to report "no speculative-decoding lines found" above "spec lines 1")."""
+    first = feed(LogInterpreter("log"), v0(100, 400, 250))[0].interval
+    assert (first.draft_tokens, first.drafts, first.accepted_tokens, first.emitted_tokens, first.start) == (400, 100, 100, 250, None)
+
+
+def test_v0_restart_without_startup_lines_counts_from_zero_not_a_spike():
     interpreter = LogInterpreter("log")
     outcomes = feed(interpreter, v0(100, 400, 250), v0(10, 40, 25), v0(30, 80, 55))
-    assert outcomes[1].interval is None
     assert interpreter.restarts == 1
+    assert (outcomes[1].interval.draft_tokens, outcomes[1].interval.drafts) == (40, 10)  # since the restart
     assert (outcomes[2].interval.draft_tokens, outcomes[2].interval.drafts) == (40, 10)
+
+
+def test_v0_k_change_is_a_new_run_with_its_own_config():
+    k5 = "INFO 10-16 19:05:47 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.600, System efficiency: 0.640, Number of speculative tokens: 5, Number of accepted tokens: 1200, Number of draft tokens: 2000, Number of emitted tokens: 1536."
+    k10 = "INFO 10-16 19:09:47 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.500, System efficiency: 0.444, Number of speculative tokens: 10, Number of accepted tokens: 2500, Number of draft tokens: 5000, Number of emitted tokens: 2440."
+    interpreter = LogInterpreter("log")
+    first, second = feed(interpreter, k5, k10)
+    assert (first.interval.k, first.interval.drafts, first.interval.emitted_tokens) == (5, 400, 1536)
+    assert interpreter.restarts == 1  # more of every count, but another k: a new server run
+    assert (second.interval.k, second.interval.drafts, second.interval.emitted_tokens) == (10, 500, 2440)
+    assert second.config is not None and second.config.num_speculative_tokens == 10
+
+
+def test_v0_emitting_fewer_tokens_than_drafts_is_refused():
+    line = "INFO 10-16 19:05:47 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.100, System efficiency: 0.100, Number of speculative tokens: 5, Number of accepted tokens: 200, Number of draft tokens: 2000, Number of emitted tokens: 300."
+    outcome = feed(LogInterpreter("log"), line)[0]  # 400 drafts emit at least 400 tokens: L = E/D < 1 cannot be
+    assert outcome.interval is None and outcome.problem.reason == "inconsistent_counts"
 
 
 def test_v0_restart_with_startup_lines_counts_from_zero():
@@ -121,7 +146,7 @@ def test_problems_are_counted_by_reason_never_raised():
         v1e(30, 20, "2.50", "0.300"),  # more accepted than drafted
         v1e(10, 40, "3.00", "0.100, 0.000"),  # L says A/D = 2, rates say 0.1: nothing fits
         f"{API}[metrics.py:101] SpecDecoding metrics: Accepted: lots",
-        "garbage SpecDecoding metrics: Accepted: 1 tokens, Drafted: 2 tokens",
+        "error: cannot parse 'SpecDecoding metrics: Accepted: 1 tokens, Drafted: 2 tokens'",  # quoted, not a record
     )
     assert [o.problem.reason for o in outcomes] == ["inconsistent_counts", "reconstruction_failed", "bad_value", "unknown_layout"]
     assert all(o.interval is None for o in outcomes)
@@ -136,3 +161,15 @@ def test_log_clock_takes_the_year_from_the_reference_and_container_time_wins():
     framed = interpreter.feed(RawLine("log", line, read_at=time.time(), stream_stamp="2026-11-30T18:02:44.5Z")).interval
     assert framed.end == datetime.fromisoformat("2026-11-30T18:02:44.500000+00:00").timestamp()
     assert framed.start == interval.end  # consecutive lines of one series chain their intervals
+
+
+def test_a_cut_json_record_is_truncated_and_a_whole_one_with_its_year_is_dated_by_it():
+    record = ('{"asctime": "2024-07-24 10:00:10,112", "levelname": "INFO", "name": "vllm.v1.spec_decode.metrics", '
+              '"processName": "MainProcess", "process": 7, "message": "SpecDecoding metrics: Mean acceptance length: 1.80, '
+              'Accepted throughput: 1.20 tokens/s, Drafted throughput: 1.50 tokens/s, Accepted: 12 tokens, Drafted: 15 tokens, '
+              'Per-position acceptance rate: 0.533, 0.267, Avg Draft acceptance rate: 80.0%", "vllm_process_name": "APIServer"}')
+    interpreter = LogInterpreter("log", clock="log", year_reference=datetime(2026, 12, 3).timestamp())
+    cut = interpreter.feed(RawLine("log", record[:260], read_at=time.time()))
+    assert cut.problem is not None and cut.problem.reason == "truncated" and cut.interval is None
+    whole = interpreter.feed(RawLine("log", record, read_at=time.time())).interval
+    assert whole is not None and whole.end == datetime(2024, 7, 24, 10, 0, 10).timestamp()  # asctime's year, not the mtime's

@@ -72,3 +72,35 @@ def test_lines_without_the_formatter_layout_have_no_envelope(line):
 
 def test_strip_ansi_removes_all_csi_sequences():
     assert strip_ansi("\x1b[0;36m(APIServer pid=1)\x1b[0;0m \x1b[32mINFO\x1b[0m") == "(APIServer pid=1) INFO"
+
+
+@pytest.mark.parametrize("line, pid, stamp, dated", [
+    ("SpecDecoding metrics: Accepted: 1 tokens", None, "", None),  # %(message)s
+    ("2024-07-24T10:00:10.123Z vllm-0 SpecDecoding metrics: Accepted: 1 tokens", None, "07-24 10:00:10", "2024-07-24T10:00:10.123+00:00"),
+    ("2024-07-24 10:00:10 | pod-a | SpecDecoding metrics: Accepted: 1 tokens", None, "07-24 10:00:10", "2024-07-24T10:00:10"),
+    ("07-24 10:00:10 pid=7 SpecDecoding metrics: Accepted: 1 tokens", 7, "07-24 10:00:10", None),  # vLLM's datefmt, custom format
+])
+def test_a_message_only_line_gets_its_message_and_what_its_prefix_tells(line, pid, stamp, dated):
+    from exporter.parse.envelope import parse_bare
+
+    envelope = parse_bare(line)
+    assert envelope is not None and envelope.message == "SpecDecoding metrics: Accepted: 1 tokens"
+    assert (envelope.pid, envelope.month_day_time, envelope.dated) == (pid, stamp, dated)
+
+
+def test_a_quoted_marker_is_no_record_and_an_indented_line_keeps_its_envelope():
+    from exporter.parse.envelope import parse_bare
+
+    assert parse_bare("error: could not parse 'SpecDecoding metrics: Accepted: 1 tokens'") is None
+    envelope = parse_envelope("   (APIServer pid=9) INFO 07-24 10:00:10 [metrics.py:101] SpecDecoding metrics: x")
+    assert envelope is not None and (envelope.pid, envelope.month_day_time) == (9, "07-24 10:00:10")
+
+
+def test_records_run_together_are_cut_where_the_next_envelope_starts():
+    from exporter.parse.envelope import split_records
+
+    one = "(APIServer pid=9) INFO 07-24 10:00:10 [metrics.py:101] SpecDecoding metrics: a, Avg Draft acceptance rate: 61.4%"
+    two = "(APIServer pid=9) INFO 07-24 10:00:20 [loggers.py:335] Engine 000: Avg prompt throughput: 1.0 tokens/s"
+    assert split_records(one + two) == [one, two]
+    assert split_records(one) is None
+    assert split_records("(APIServer pid=9) [pod-a] INFO 07-24 10:00:10 [metrics.py:101] x") is None  # a prefix is not a record

@@ -185,3 +185,53 @@ def test_target_urls():
     assert target_from_url("127.0.0.1:8000").url == "http://127.0.0.1:8000/metrics"
     with pytest.raises(TargetsError):
         target_from_url("ftp://x/metrics")
+
+
+def test_tensorrt_llms_drained_json_metrics_is_refused_never_read_as_counters():
+    from exporter.intervals.scrapes import ScrapeInterpreter
+    from exporter.parse.exposition import looks_drained
+    from exporter.state.store import Store
+
+    body = (GOLDEN / "exposition" / "trtllm-iteration-stats.json").read_text()
+    assert looks_drained(body) and looks_drained("[]\n")  # nothing ran since the last read: still the drained route
+    assert not looks_drained((GOLDEN / "exposition" / "trtllm.prom").read_text()) and not looks_drained('[{"no": 1}]')
+    store = Store()
+    interpreter = ScrapeInterpreter(store)
+    outcome = interpreter.accept("http://127.0.0.1:8000/metrics", body, 1.0)
+    assert outcome.stop and outcome.failure is not None and outcome.failure[0] == "drained_endpoint"
+    assert "/prometheus/metrics" in outcome.failure[1]
+    assert store.snapshot().series == ()  # the drained deltas were not taken for counters
+
+
+def test_counters_that_fall_under_the_same_created_are_a_drained_endpoint_not_a_restart():
+    """Read as counters, a drained-on-read endpoint would be one reset after another, or its
+    per-read amounts subtracted from each other: an undercount. A real restart re-creates its
+    counters (a new `_created`); a fall without one is no counter at all."""
+    from exporter.intervals.scrapes import ScrapeInterpreter
+    from exporter.state.store import Store
+
+    def body(drafts: int, created: float) -> str:
+        return "\n".join([
+            "# TYPE vllm:spec_decode_num_drafts counter",
+            f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}.0',
+            f'vllm:spec_decode_num_drafts_created{{engine="0",model_name="m"}} {created}',
+            "# TYPE vllm:spec_decode_num_draft_tokens counter",
+            f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {3 * drafts}.0',
+            f'vllm:spec_decode_num_draft_tokens_created{{engine="0",model_name="m"}} {created}',
+            "# TYPE vllm:spec_decode_num_accepted_tokens counter",
+            f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {drafts}.0',
+            f'vllm:spec_decode_num_accepted_tokens_created{{engine="0",model_name="m"}} {created}',
+            "",
+        ])
+
+    store = Store()
+    restarted = ScrapeInterpreter(store)
+    for at, (drafts, created) in enumerate([(500, 100.0), (900, 100.0), (40, 200.0), (90, 200.0)]):
+        outcome = restarted.accept("http://127.0.0.1:1/metrics", body(drafts, created), float(at))
+        assert outcome.failure is None and not outcome.stop  # a restart (new _created): a new baseline
+    assert outcome.resets == 1 and store.snapshot().series[0].lifetime.drafts == 400 + 50
+
+    drained = ScrapeInterpreter(Store())
+    results = [drained.accept("http://127.0.0.1:2/metrics", body(drafts, 100.0), float(at)) for at, drafts in enumerate([500, 420])]
+    assert results[0].failure is None
+    assert results[1].stop and results[1].failure is not None and results[1].failure[0] == "drained_endpoint"

@@ -157,7 +157,7 @@ def test_the_fast_v1e_reader_agrees_with_the_general_one(golden_log_lines):
         ("SpecDecoding metrics: Accepted: many tokens, Drafted: 20 tokens", "bad_value"),
         ("SpecDecoding metrics: Mean acceptance length: x.yz, Accepted: 1 tokens, Drafted: 2 tokens", "bad_value"),
         ("SpecDecoding metrics: Accepted: 1 tokens, Drafted: 2 tokens, Per-position acceptance rate: 1.500", "bad_value"),
-        ("SpecDecoding metrics: ", "missing_field"),
+        ("SpecDecoding metrics: ", "truncated"),  # cut right after the prefix
         ("Speculative metrics: Draft acceptance rate: 0.5, System efficiency: 0.5, Number of accepted tokens: 1", "missing_field"),
     ],
 )
@@ -214,3 +214,63 @@ def test_config_from_the_captures_engine_init_line(golden_log_lines):
 def test_config_variants(message, method, k, draft):
     config = parse_config_message(message)
     assert (config.method, config.num_speculative_tokens, config.draft_model) == (method, k, draft)
+
+
+V1E_LINE = (
+    "SpecDecoding metrics: Mean acceptance length: 1.80, Accepted throughput: 1.20 tokens/s, Drafted throughput: 1.50 tokens/s, "
+    "Accepted: 12 tokens, Drafted: 15 tokens, Per-position acceptance rate: 0.533, 0.267, Avg Draft acceptance rate: 80.0%"
+)
+V0_LINE = (
+    "Speculative metrics: Draft acceptance rate: 0.606, System efficiency: 0.477, Number of speculative tokens: 5, "
+    "Number of accepted tokens: 761, Number of draft tokens: 1255, Number of emitted tokens: 718."
+)
+
+
+@pytest.mark.parametrize("cut", range(len("SpecDecoding metrics: "), len(V1E_LINE)))
+def test_a_v1e_line_cut_anywhere_is_truncated_never_another_reason_or_a_number(cut):
+    """Wherever a shipper or a paste cut the line, one reason, and never a result (`…Drafted: 15 tokens, Per-pos`
+    used to read as a complete line with D = 1): a cut inside the per-position list or a number keeps the fields'
+    shapes but lacks the `Avg Draft acceptance rate` V1-e always ends with, and a cut there lacks its `%`."""
+    with pytest.raises(SpecLineError) as error:
+        parse_spec_message(V1E_LINE[:cut])
+    assert error.value.reason == "truncated", V1E_LINE[:cut]
+
+
+@pytest.mark.parametrize("cut", range(len("Speculative metrics: "), len(V0_LINE)))
+def test_a_v0_line_cut_anywhere_is_truncated(cut):
+    with pytest.raises(SpecLineError) as error:
+        parse_spec_message(V0_LINE[:cut])
+    assert error.value.reason == "truncated", V0_LINE[:cut]
+
+
+def test_whole_lines_and_fork_additions_are_not_taken_for_cut_ones():
+    assert parse_spec_message(V1E_LINE) is not None and parse_spec_message(V0_LINE) is not None
+    for tail in (", Avg tree nodes per depth: 1.0, 2.0", ", top1: [0.5, 0.2], top2: [0.1]", ", Draft time/step: 0.123 ms"):
+        assert parse_spec_message(V1E_LINE + tail) is not None, tail
+    assert parse_spec_message("SpecDecoding metrics: Draft acceptance rate: nan%, Accepted: 0 tokens, Drafted: 0 tokens") is not None
+    assert parse_spec_message("Speculative metrics: Draft acceptance rate: 0.713, Number of accepted tokens: 1426, Number of draft tokens: 2000, ") is not None
+
+
+@pytest.mark.parametrize("message, seen", [
+    ("DiffusionDecoding metrics: Committed token throughput: 412.50 tokens/s, Mean denoising steps per canvas: 5.32, "
+     "Mean tokens committed per denoising step: 12.03, Committed: 4125 tokens, Denoising steps: 343, Canvas positions evaluated: 21952", "V1-f"),
+    ("SpecDecoding timing (mean ms/step over 120 steps): draft 1.20, verify 8.40", "spec-timing"),
+])
+def test_lines_printed_near_the_spec_line_are_seen_not_spec_lines(message, seen):
+    from exporter.parse.vllm_log import seen_line
+
+    assert parse_spec_message(message) is None
+    assert seen_line(message) == seen
+
+
+@pytest.mark.parametrize("text, version", [
+    ("vLLM API server version 0.26.1rc0+gabc.d20250724", "0.26.1rc0+gabc.d20250724"),
+    ("vLLM server version 0.34.0, serving model Qwen/Qwen3-8B", "0.34.0"),
+    (" ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.34.0", "0.34.0"),
+    ("Initializing a V1 LLM engine (...) with config: model='m'", None),
+])
+def test_the_version_comes_from_a_banner_never_from_an_elided_init_line(text, version):
+    from exporter.parse.vllm_log import parse_config_message
+
+    config = parse_config_message(text)
+    assert (config.server_version if config is not None else None) == version

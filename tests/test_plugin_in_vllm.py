@@ -1,9 +1,9 @@
-"""The plugin inside the real vLLM packages at both ends of the supported range, 0.24.0 and 0.33.0
-(CPU only: no GPU, no model).
+"""The plugin inside the real vLLM packages at both ends of the supported range, 0.24.0 and 0.34.0,
+and 0.33.0 before it (CPU only: no GPU, no model).
 
 A virtual environment per version gets that vLLM (--no-deps), the CPU build of torch and the few
 packages its metrics code imports (tests/vllm-cpu-requirements.txt, plus
-tests/vllm-0.33-cpu-requirements.txt for 0.33), plus this project; then
+tests/vllm-0.33-cpu-requirements.txt for 0.33 and 0.34), plus this project; then
 tests/plugin_in_vllm_driver.py loads the plugin through vLLM's own loader (entry point group
 `vllm.stat_logger_plugins`) and feeds it vLLM's own SchedulerStats / SpecDecodingStats. Each
 environment is kept in test-artifacts/ and reused while its requirements are unchanged; building
@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow  # builds a CPU venv with the real vLLM and starts
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "tests" / "vllm-cpu-requirements.txt"
-EXTRA = {"0.24.0": None, "0.33.0": ROOT / "tests" / "vllm-0.33-cpu-requirements.txt"}  # oldest and newest supported
+# the oldest supported, the one before the newest, and the newest (its metrics code imports what 0.33's does)
+EXTRA = {"0.24.0": None, "0.33.0": ROOT / "tests" / "vllm-0.33-cpu-requirements.txt", "0.34.0": ROOT / "tests" / "vllm-0.33-cpu-requirements.txt"}
 
 
 def _vllm_python(version: str) -> Path:

@@ -195,3 +195,34 @@ def test_the_lean_exposition_reaches_prometheus(stack):
     assert query(f"count by ({series}) (specdecode_expected_speedup)") != []
     per_series = query(f'count by ({series}) ({{__name__=~"specdecode_.+", model_name!="", engine!=""}})')
     assert per_series and all(int(float(sample["value"][1])) <= 80 for sample in per_series), per_series
+
+
+def test_the_acceptance_length_histogram_panel_sums_to_one_with_mean_l_minus_one(stack):
+    """The panel's buckets, from a real Prometheus over the recorded per-position rates: shares of
+    all drafts (Σ h_j = 1) whose mean is the recorded L − 1 of the same series and window."""
+    from exporter.mixin.counters import sidecar_counters
+    from exporter.mixin.dashboards import SIDECAR, acceptance_histogram
+    from exporter.mixin.rules import rule_names
+
+    wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "every series to be scraped")
+    n = rule_names(sidecar_counters(FAST), FAST)
+    selector = SIDECAR
+    for variable, value in VARIABLES.items():
+        selector = selector.replace(variable, value)
+
+    def query(expr: str) -> list[dict]:  # type: ignore[type-arg]
+        answer = httpx.get(stack["prometheus"] + "/api/v1/query", params={"query": expr}, timeout=10).json()
+        assert answer["status"] == "success", (expr, answer)
+        return answer["data"]["result"]  # type: ignore[no-any-return]
+
+    key = ("upstream", "source", "model_name", "engine")
+    buckets: dict[tuple[str, ...], dict[int, float]] = {}
+    for sample in query(acceptance_histogram(n["position_acceptance"], selector)):
+        buckets.setdefault(tuple(sample["metric"][k] for k in key), {})[int(sample["metric"]["accepted"])] = float(sample["value"][1])
+    lengths = {tuple(s["metric"][k] for k in key): float(s["value"][1]) for s in query(f"{n['mean_acceptance_length']}{{{selector}}}")}
+    assert buckets
+    for series, shares in buckets.items():
+        assert sorted(shares) == list(range(len(shares))) and all(-1e-9 <= h <= 1 + 1e-9 for h in shares.values()), (series, shares)
+        assert abs(sum(shares.values()) - 1.0) < 1e-6, (series, shares)
+        if series in lengths:
+            assert abs(sum(j * h for j, h in shares.items()) - (lengths[series] - 1.0)) < 1e-3, (series, shares, lengths[series])

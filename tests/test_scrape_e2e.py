@@ -230,3 +230,36 @@ def test_duplicate_series_in_a_payload_keep_the_sidecar_up_and_right():
         )
         assert value(samples, "specdecode_source_up", upstream=f"{base}/metrics") == 1
         assert value(samples, "specdecode_drafts_total", upstream=f"{base}/metrics") == FINAL["drafts"]
+
+
+class DrainedStats:
+    """trtllm-serve's `GET /metrics`: the iteration stats queued since the last read, taken by the read."""
+
+    def __init__(self, body: str) -> None:
+        self.queue = [body]
+        self.reads = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, handler) -> None:  # type: ignore[no-untyped-def]
+        from servers import send
+
+        with self.lock:
+            self.reads += 1
+            body = self.queue.pop() if self.queue else "[]"
+        send(handler, 200, body.encode(), "application/json")
+
+
+def test_a_drained_endpoint_is_read_once_reported_down_and_never_read_again():
+    from conftest import GOLDEN
+
+    drained = DrainedStats((GOLDEN / "exposition" / "trtllm-iteration-stats.json").read_text())
+    good = MetricsSequence(payloads())
+    with http_server(drained) as trt, http_server(good) as vllm, running_exporter(
+        "--target", f"{trt}/metrics", "--target", f"{vllm}/metrics", "--scrape-interval", "0.1"
+    ) as exporter:
+        exporter.wait_for(lambda s: good.exhausted, "the good target to be scraped a dozen times")
+        status_doc = exporter.get_json("/api/v1/status")
+        (source,) = [s for s in status_doc["sources"] if s["upstream"] == f"{trt}/metrics"]
+        assert source["up"] is False and source["last_error"].startswith("drained_endpoint: TensorRT-LLM's JSON /metrics")
+        assert drained.reads == 1  # every further read would have taken iterations from its own counters
+        assert not [s for s in status_doc["series"] if s["upstream"] == f"{trt}/metrics"]

@@ -37,8 +37,8 @@ def expected(truth: dict[str, Any], engine: str) -> dict[str, Any]:
 
 def test_every_fixture_folder_is_covered():
     names = {case_id(d) for d in CASES}
-    assert len(names) == 11
-    assert {d.parent.name for d in CASES} >= {"vllm-0.24.0", "vllm-0.26.0", "vllm-0.28.0", "vllm-0.30.0", "vllm-0.33.0"}
+    assert len(names) == 13
+    assert {d.parent.name for d in CASES} >= {"vllm-0.24.0", "vllm-0.26.0", "vllm-0.28.0", "vllm-0.30.0", "vllm-0.33.0", "vllm-0.34.0"}
 
 
 @pytest.mark.parametrize("directory", CASES, ids=case_id)
@@ -48,6 +48,8 @@ def test_analyze_reads_each_version_exactly(directory: Path):
     assert report["parse_errors"] == {}
     series = {s["engine"]: s for s in report["series"]}
     assert set(series) == set(truth["engines"])
+    for seen, count in truth.get("seen", {}).items():  # lines near the spec line that are none: seen, no series
+        assert report["sources"][0]["formats"][seen] == count
     for engine, s in series.items():
         want = expected(truth, engine)
         assert s["format"] == truth["format"]
@@ -129,3 +131,12 @@ def test_json_records_inside_docker_framing_read_the_same(tmp_path: Path):
     assert docker["parse_errors"] == {}
     fields = ("drafts", "draft_tokens", "accepted_tokens", "accepted_per_position")
     assert [[s[f] for f in fields] for s in docker["series"]] == [[s[f] for f in fields] for s in plain["series"]]
+
+
+def test_the_newest_release_reports_its_version_and_the_per_request_flag_changes_nothing():
+    directory = GOLDEN / "vllm-0.34.0" / "text-eagle3-k4-mfu-kvfetch"
+    report = analyze([str(directory / "server.log")], DeriveSettings(), AnalyzeOptions(progress=False))
+    (series,) = report["series"]
+    assert series["server_version"] == "0.34.0" and series["method"] == "eagle3"
+    # the MFU line after each spec line is an `Engine 000:` line of the same engine, nothing else
+    assert series["lines"] == 5 and report["parse_errors"] == {}

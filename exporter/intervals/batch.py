@@ -32,6 +32,7 @@ from exporter.intervals.batch_times import log_times
 from exporter.intervals.columns import ColumnSink, IntervalColumns
 from exporter.intervals.from_log import RATE_TOLERANCE_PERCENT, LineOutcome, LogInterpreter
 from exporter.intervals.reconstruct import reconstruct
+from exporter.parse.envelope import may_hold_two_records
 from exporter.parse.vllm_log import PER_POSITION_KEY
 from exporter.records import RawLine, RecordSink
 
@@ -142,6 +143,10 @@ def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: floa
         result.items += [interpreter.feed(RawLine(interpreter.upstream, text, read_at)) for text in texts]
         return result
     lines, fast = _columns(rows)
+    marker_rows = np.flatnonzero(lines.engine >= 0)
+    if len(marker_rows):  # an `Engine NNN:` line with a second record after it: the streaming path splits it
+        doubled = np.fromiter(map(may_hold_two_records, map(texts.__getitem__, marker_rows.tolist())), bool, len(marker_rows))
+        fast[marker_rows[doubled]] = False
     start = 0
     for stop in [*np.flatnonzero(~fast).tolist(), len(texts)]:
         if stop > start:
@@ -202,6 +207,7 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     if interpreter.clock == "log":
         stamps = [lines.stamps[i] for i in where[kept].tolist()]
         ends = log_times(stamps, interpreter.year_reference or read_at, read_at)
+        interpreter.saw_undated(float(ends.max()))
     else:
         ends = np.full(len(kept), read_at)
     for name in dict.fromkeys(engines[kept].tolist()):

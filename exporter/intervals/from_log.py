@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from exporter.intervals.draft_length import DraftLength, draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
-from exporter.parse.envelope import parse_envelope
+from exporter.parse.envelope import parse_bare, parse_envelope, split_records, strip_ansi
+from exporter.parse.json_log import looks_like_json_record
 from exporter.parse.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
 from exporter.parse.timestamps import parse_rfc3339, resolve_log_time
 from exporter.parse.vllm_log import (
     SPEC_MARKERS,
+    TRUNCATED,
     SpecLineError,
     parse_config_message,
     parse_engine_marker,
     parse_spec_message,
+    parse_version_banner,
+    seen_line,
 )
 from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
 from exporter.plugin.records import VERSION as PLUGIN_RECORD_VERSION
@@ -56,9 +60,10 @@ class LineOutcome:
     spec_line: bool = False  # a spec-decode line was recognised (used or not)
     variant: str | None = None
     sample: SampledValues | None = None
+    records: tuple[LineOutcome, ...] = ()  # the records of a line that held several (collapsed), in order
 
-    def deliver(self, sink: RecordSink, upstream: str, variants: Counter[str], problems: Counter[str]) -> bool:
-        """Hand the line's records to `sink` and count its layout and problem; True for a spec line.
+    def deliver(self, sink: RecordSink, upstream: str, variants: Counter[str], problems: Counter[str]) -> int:
+        """Hand the line's records to `sink` and count its layout and problem; the spec lines it held.
         The one place both the streaming and the batch path turn an outcome into store writes."""
         if self.variant is not None:
             variants[self.variant] += 1
@@ -70,7 +75,7 @@ class LineOutcome:
             sink.record_interval(self.interval)
         if self.sample is not None:
             sink.record_sample(self.sample)
-        return self.spec_line
+        return int(self.spec_line) + sum(record.deliver(sink, upstream, variants, problems) for record in self.records)
 
 
 _NOTHING = LineOutcome()
@@ -86,9 +91,12 @@ class LogInterpreter:
     model_name: str | None = None  # forces model_name instead of the one found in the log
     config: SpecConfig = field(default_factory=SpecConfig)
     _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
-    _v0_baseline: dict[int | None, ParsedSpecLine | None] = field(default_factory=dict)
+    _v0_baseline: dict[int | None, ParsedSpecLine] = field(default_factory=dict)  # the last V0 line of each process in this run
+    _v0_joined: bool = False  # see joined_mid_run
     _last_end: dict[SeriesKey, float] = field(default_factory=dict)
     restarts: int = 0
+    last_undated: float | None = None  # the latest time resolved from a stamp without a year (clock="log")
+    unstamped: int = 0  # spec lines timed on arrival for want of a stamp of their own (clock="log": message-only lines)
 
     def feed(self, line: RawLine) -> LineOutcome:
         text = line.text
@@ -96,32 +104,64 @@ class LogInterpreter:
             return _NOTHING
         if text.startswith(PLUGIN_RECORD):
             return self._plugin(line)
+        records = split_records(text) if not looks_like_json_record(text) else None
+        if records is not None:
+            return self._collapsed(line, records)
         envelope = parse_envelope(text)
         if envelope is None:
             sglang = parse_sglang_decode(text) if "Decode batch" in text else None
             if sglang is not None:
                 return self._sglang(line, sglang)
-            if any(marker in text for marker in SPEC_MARKERS):
-                return self._problem(line, "unknown_layout", spec_line=True)
-            return _NOTHING
+            envelope = parse_bare(text)
+            if envelope is None:
+                if looks_like_json_record(text) and any(marker in text for marker in SPEC_MARKERS):
+                    # a JSON record that does not parse: cut short, or some other JSON
+                    reason = TRUNCATED if not text.rstrip().endswith("}") else "unknown_layout"
+                    return self._problem(line, reason, spec_line=True)
+                if any(marker in text for marker in SPEC_MARKERS):
+                    return self._problem(line, "unknown_layout", spec_line=True)
+                banner = parse_version_banner(strip_ansi(text))
+                return self._configured(SpecConfig(server_version=banner)) if banner else _NOTHING
         message = envelope.message
         try:
             parsed = parse_spec_message(message)
         except SpecLineError as error:
             return self._problem(line, error.reason, spec_line=True)
         if parsed is not None:
-            return self._spec(line, envelope.pid, envelope.month_day_time, parsed)
+            return self._spec(line, envelope.pid, envelope.dated or envelope.month_day_time, parsed)
         marker = parse_engine_marker(message)
         if marker is not None:
             self._engine_by_pid[envelope.pid] = marker.engine
             return _NOTHING
+        seen = seen_line(message)
+        if seen is not None:
+            return LineOutcome(variant=seen)  # counted as seen; not a spec line, never a series
         config = parse_config_message(message)
         if config is not None:
-            self.config = self.config.merged(config)
-            # a server (re)start: V0 counters begin again at zero, so zero is the baseline
-            self._v0_baseline = dict.fromkeys(self._v0_baseline) or {None: None}
-            return LineOutcome(config=self.config)
+            return self._configured(config)
         return _NOTHING
+
+    def _configured(self, config: SpecConfig) -> LineOutcome:
+        """Take what a startup line says. A startup line means a server (re)start: V0's cumulative
+        counts begin again at zero, so the next V0 line counts from zero."""
+        self.config = self.config.merged(config)
+        self._v0_baseline.clear()
+        self._v0_joined = False
+        return LineOutcome(config=self.config)
+
+    def joined_mid_run(self) -> None:
+        """Reading starts inside a running server's log (its end, or a saved position): the first V0
+        line of each process is only a baseline, since what it counts was counted before (or never)."""
+        self._v0_baseline.clear()
+        self._v0_joined = True
+
+    def _collapsed(self, line: RawLine, records: list[str]) -> LineOutcome:
+        """A physical line holding several records (the newlines were lost): each is read, and the
+        line counts as a `collapsed_records` problem so the damage to the log stays visible."""
+        outcomes = tuple(self.feed(RawLine(line.upstream, record, line.read_at, line.stream_stamp)) for record in records)
+        if not any(outcome.spec_line for outcome in outcomes):
+            return LineOutcome(records=outcomes)  # startup or engine lines run together: read, nothing lost to count
+        return LineOutcome(problem=ParseProblem(self.upstream, "collapsed_records", line.text), records=outcomes)
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -181,6 +221,11 @@ class LogInterpreter:
         self._last_end[key] = end
         return previous
 
+    def saw_undated(self, at: float) -> None:
+        """A time was resolved from a year-less stamp (analyze asks whether the mtime dates it)."""
+        if self.last_undated is None or at > self.last_undated:
+            self.last_undated = at
+
     def draft_length(self) -> DraftLength:
         """Whether every draft holds k tokens under the config the log has announced so far."""
         return draft_length(self.config.method, self.config.server_version, self.config.variable_drafts)
@@ -191,9 +236,15 @@ class LogInterpreter:
                 stamp = parse_rfc3339(line.stream_stamp)
                 if stamp is not None:
                     return stamp
+            if len(month_day_time) > 14:  # the line printed its year (JSON asctime, a log store's stamp)
+                stamp = parse_rfc3339(month_day_time)
+                if stamp is not None:
+                    return stamp
             stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)
             if stamp is not None:
+                self.saw_undated(stamp)
                 return stamp
+            self.unstamped += 1
         return line.read_at
 
     def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine) -> LineOutcome:
@@ -201,11 +252,19 @@ class LogInterpreter:
         k: int | None
         drafts_range: tuple[int, int] | None
         emitted: int | None = None
+        config: SpecConfig | None = None
+        new_run = False
         if parsed.cumulative:
+            k_printed = parsed.num_speculative_tokens
+            if k_printed and k_printed != self.config.num_speculative_tokens:
+                # V0 prints k on every line: another k is another server run, with its own reference
+                self.config = config = self.config.merged(SpecConfig(num_speculative_tokens=k_printed))
             counts = self._v0_delta(pid, parsed)
             if counts is None:
-                return LineOutcome(spec_line=True, variant=parsed.variant)
-            key, (draft_tokens, accepted, drafts, k, emitted) = self.series(DEFAULT_ENGINE), counts
+                return LineOutcome(config=config, spec_line=True, variant=parsed.variant)
+            if isinstance(counts, str):
+                return replace(self._problem(line, counts, spec_line=True), config=config)
+            key, (draft_tokens, accepted, drafts, k, emitted, new_run) = self.series(DEFAULT_ENGINE), counts
             positions: tuple[int, ...] = ()  # V0 never prints them: reported as null
             drafts_range = (drafts, drafts)
         else:
@@ -232,7 +291,7 @@ class LogInterpreter:
                 drafts, positions = rebuilt.drafts, rebuilt.accepted_per_position
                 drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high)
         end = self._time(line, month_day_time)
-        start = self._last_end.get(key)
+        start = None if new_run else self._last_end.get(key)  # a V0 run's first line counts from the server's start
         interval = Interval(
             key=key,
             end=end,
@@ -248,7 +307,7 @@ class LogInterpreter:
             emitted_tokens=emitted,
         )
         self._last_end[key] = end
-        return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
+        return LineOutcome(interval=interval, config=config, spec_line=True, variant=parsed.variant)
 
     def _sglang(self, line: RawLine, parsed: SglangDecodeLine) -> LineOutcome:
         at = line.read_at
@@ -276,26 +335,34 @@ class LogInterpreter:
             return False
         return abs(100.0 * parsed.accepted_tokens / parsed.draft_tokens - printed) > RATE_TOLERANCE_PERCENT
 
-    def _v0_delta(self, pid: int | None, parsed: ParsedSpecLine) -> tuple[int, int, int, int, int] | None:
-        """(T, A, D, k, E) since the previous cumulative line of this process, or None for a baseline.
+    def _v0_delta(self, pid: int | None, parsed: ParsedSpecLine) -> tuple[int, int, int, int, int, bool] | str | None:
+        """(T, A, D, k, E, first of its run) since the previous cumulative line of this process in the
+        same run, None when nothing was drafted since, or a problem's reason.
 
-        V0 judges every drafted position, so its A counts accepted tokens after a rejection too:
-        A is reported as logged (A/T is the rate V0 prints), D = T/k (V0 asserts T is a multiple
-        of k, spec_decode/metrics.py in 0.6.3) and L = E/D with the emitted tokens E.
+        V0's counts are totals since the server started, so the first line of a run (after a startup
+        line, or the first of a file read from its start) is a result, not only a baseline; counts
+        that drop, or another k, mean the server restarted without its startup lines in the log:
+        the line counts from zero again. V0 judges every drafted position, so its A counts accepted
+        tokens after a rejection too: A is reported as logged (A/T is the rate V0 prints), D = T/k
+        (V0 asserts T is a multiple of k, spec_decode/metrics.py in 0.6.3) and L = E/D with the
+        emitted tokens E, at least one per draft.
         """
-        seen = pid in self._v0_baseline
+        joined = self._v0_joined and pid not in self._v0_baseline
         previous = self._v0_baseline.get(pid)
         self._v0_baseline[pid] = parsed
         k = parsed.num_speculative_tokens or 0
-        if not seen:
-            return None  # joined mid-run: the first line is only a baseline
-        before = (0, 0, 0) if previous is None else (previous.draft_tokens, previous.emitted_tokens or 0, previous.accepted_tokens)
+        if joined:
+            return None  # joined mid-run: what this line counts was counted before, or never
         now = (parsed.draft_tokens, parsed.emitted_tokens or 0, parsed.accepted_tokens)
-        if any(n < b for n, b in zip(now, before, strict=True)):
+        before = (0, 0, 0) if previous is None else (previous.draft_tokens, previous.emitted_tokens or 0, previous.accepted_tokens)
+        new_run = previous is None
+        if previous is not None and (any(n < b for n, b in zip(now, before, strict=True)) or previous.num_speculative_tokens != parsed.num_speculative_tokens):
             self.restarts += 1
-            return None  # restart without startup lines: new baseline, the reset interval is dropped
+            before, new_run = (0, 0, 0), True  # a restart without startup lines: this line counts from zero
         draft_tokens, emitted, accepted = now[0] - before[0], now[1] - before[1], now[2] - before[2]
         if draft_tokens == 0 or k <= 0:
             return None
         drafts = draft_tokens // k  # V0 asserts draft tokens are a multiple of k
-        return draft_tokens, accepted, drafts, k, emitted
+        if accepted > draft_tokens or (parsed.emitted_tokens is not None and emitted < drafts):
+            return "inconsistent_counts"
+        return draft_tokens, accepted, drafts, k, emitted, new_run

@@ -7,6 +7,11 @@ spike. A `position` series that appears later counts from zero only if it was cr
 previous scrape; otherwise its first value is only a baseline. Values that cannot be counts
 (NaN, ±Inf, negative) and deltas that contradict each other (more accepted than drafted) are
 counted in `invalid` and skipped, never turned into an interval.
+
+A counter lower than before under the same `_created` is no restart (a restart re-creates it): the
+endpoint is drained on read, or its "counters" are not cumulative. Read as counters, each scrape's
+values would be taken for a reset or subtracted from the last — an undercount — so the target is
+marked `drained` and gives no more intervals.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from exporter.parse.exposition import CounterSet
+from exporter.parse.exposition import CounterId, CounterSet
 from exporter.records import Interval, SeriesKey
 
 
@@ -33,6 +38,7 @@ class ScrapeDeltas:
     _previous: dict[tuple[str, str], _Previous] = field(default_factory=dict)
     resets: int = 0
     invalid: int = 0
+    drained: bool = False  # a counter fell under an unchanged `_created`: not cumulative
 
     def update(self, counters: dict[tuple[str, str], CounterSet], at: float) -> list[Interval]:
         """Intervals since the previous scrape, one per series that drafted anything."""
@@ -45,6 +51,9 @@ class ScrapeDeltas:
             self._previous[key] = _Previous(now, at)
             if previous is None:
                 continue  # first sight: a baseline
+            if _fell_without_restart(previous.counters, now):
+                self.drained = True
+                return []
             if _reset(previous.counters, now):
                 self.resets += 1
                 continue
@@ -95,6 +104,23 @@ def _delta(before: float | None, now: float | None) -> float | None:
     if before is None or now is None:
         return None
     return now - before
+
+
+def _pairs(before: CounterSet, now: CounterSet) -> list[tuple[CounterId, float | None, float | None]]:
+    return [
+        (("drafts", None), before.drafts, now.drafts),
+        (("draft_tokens", None), before.draft_tokens, now.draft_tokens),
+        (("accepted_tokens", None), before.accepted_tokens, now.accepted_tokens),
+        *((("accepted_per_position", p), before.accepted_per_position.get(p), v) for p, v in now.accepted_per_position.items()),
+    ]
+
+
+def _fell_without_restart(before: CounterSet, now: CounterSet) -> bool:
+    """A counter went down while its `_created` stayed the same (both scrapes show one)."""
+    return any(
+        b is not None and n is not None and n < b and name in before.created and now.created.get(name) == before.created[name]
+        for name, b, n in _pairs(before, now)
+    )
 
 
 def _reset(before: CounterSet, now: CounterSet) -> bool:

@@ -97,8 +97,9 @@ class LogPipeline:
         last_spec: float | None = None
         interpreter, upstream, sink = self.interpreter, self.upstream, self.sink
         for text, stamp in texts:  # the interpreter passes over lines without a marker at once
-            if interpreter.feed(RawLine(upstream, text, read_at, stamp)).deliver(sink, upstream, variants, problems):
-                spec += 1
+            found = interpreter.feed(RawLine(upstream, text, read_at, stamp)).deliver(sink, upstream, variants, problems)
+            if found:
+                spec += found
                 last_spec = read_at
         if count:
             sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
@@ -139,6 +140,7 @@ class LogPipeline:
                 if outcome.config is not None:
                     self.sink.record_config(self.upstream, outcome.config)
         self.decoder.reset()
+        self.interpreter.joined_mid_run()
 
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:

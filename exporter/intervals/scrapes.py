@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exporter.intervals.from_scrape import ScrapeDeltas
-from exporter.parse.exposition import ExpositionError, ExpositionSnapshot, parse_exposition
+from exporter.parse.exposition import DRAINED_COUNTERS_DETAIL, DRAINED_DETAIL, ExpositionError, ExpositionSnapshot, looks_drained, parse_exposition
 from exporter.records import RecordSink, SampledValues, SeriesKey, SpecConfig
 from exporter.sources.scrape import SOURCE_KIND
 
@@ -25,6 +25,7 @@ class ScrapeResult:
     resets: int = 0  # counter resets seen so far
     invalid: int = 0  # values in this body that could not be counts
     wants_version: bool = False  # a vLLM that (re)started: ask its /version, then call set_version
+    stop: bool = False  # never fetch this target again: reading it does harm (a drained endpoint)
 
 
 @dataclass
@@ -44,6 +45,8 @@ class ScrapeInterpreter:
         self._targets: dict[str, _Target] = {}
 
     def accept(self, url: str, text: str, now: float) -> ScrapeResult:
+        if looks_drained(text):  # each read takes the stats from everyone else: once is already too many
+            return ScrapeResult(failure=("drained_endpoint", DRAINED_DETAIL), stop=True)
         try:
             snapshot = parse_exposition(text, self.engine)
         except ExpositionError as error:
@@ -58,6 +61,8 @@ class ScrapeInterpreter:
         invalid_before = deltas.invalid
         for interval in deltas.update(snapshot.counters, now):
             self.sink.record_interval(interval)
+        if deltas.drained:
+            return ScrapeResult(failure=("drained_endpoint", DRAINED_COUNTERS_DETAIL), stop=True)
         for (model, engine), values in snapshot.sampled.items():
             key = SeriesKey(upstream=url, model_name=model, engine=engine, source=SOURCE_KIND)
             self.sink.record_sample(SampledValues(key, now, tuple(sorted(values.items())), snapshot.engine_kind or ""))

@@ -81,6 +81,16 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
         judged = derive(series.recent, settings.cost_for(series.config.method, series.key.model_name))
         window = f"the last {settings.health_window}"
     notes = _notes(derived, k, series.config.method)
+    if span == "lifetime" and len(series.runs) > 1:
+        # k (or the drafter) changed: the lifetime pools runs of different configs, so a mean draft
+        # length below the last k says nothing about shortened drafts; judge notes by the last run
+        last = derive(series.runs[-1][1], settings.cost_for(series.config.method, series.key.model_name))
+        notes = (
+            f"the speculative config changed during the log ({len(series.runs)} runs, k = "
+            f"{' → '.join(str(identity.k or '?') for identity, _ in series.runs)}): the lifetime figures pool the runs; "
+            "each run has its own figures and reference",
+            *_notes(last, k, series.config.method),
+        )
     because = unknown_drafts_reason(series.config.method, series.config.server_version, k, series.config.variable_drafts)
     verdict = _held(judge(judged, baseline, settings.thresholds, window, because), series)
     return Assessment(span, totals, derived, baseline, verdict, notes, k)

@@ -10,6 +10,8 @@ With D, T, A, A_i summed over a window:
   E(k') = 1 + Σ_{i<k'} r_i (expected tokens per step drafting only k' positions)
   speed-up(k') = E(k') / step(k'), with step(k') from the drafter's cost model (exporter/judge/cost.py)
   recommended k = argmax speed-up(k') over k' = 0..k (0 = speculation does not pay)
+  h_j = share of drafts that accepted exactly j tokens (the acceptance-length histogram, j = 0..k):
+      h_0 = (D − A_0)/D, h_j = (A_{j−1} − A_j)/D, h_k = A_{k−1}/D; Σ h_j = 1 and Σ j·h_j = A/D
 A window with D = 0 yields nothing: absent, never zero or NaN.
 """
 
@@ -41,6 +43,7 @@ class Derived:
     num_speculative_tokens: int | None
     seconds: float | None  # summed lengths of the window's intervals
     cost: DraftCost = FALLBACK_COST
+    acceptance_histogram: tuple[float, ...] | None = None  # h_j, j = 0..k: drafts that accepted exactly j tokens
 
 
 def position_acceptance(accepted_per_position: tuple[int, ...], drafts: int) -> tuple[float, ...]:
@@ -56,6 +59,18 @@ def conditional_acceptance(rates: tuple[float, ...]) -> tuple[float | None, ...]
         result.append(rate / previous if previous > 0 else None)
         previous = rate
     return tuple(result)
+
+
+def acceptance_histogram(accepted_per_position: tuple[int, ...], drafts: int) -> tuple[float, ...] | None:
+    """h_j for j = 0..k from the prefix counts A_i (see the module's doc); None where the counts are
+    not a prefix curve (an A_i above A_{i−1} or D: no histogram has them) or there are none."""
+    if not accepted_per_position or drafts <= 0:
+        return None
+    above = (drafts, *accepted_per_position)
+    counts = [a - b for a, b in zip(above, accepted_per_position, strict=False)] + [accepted_per_position[-1]]
+    if any(count < 0 for count in counts):
+        return None
+    return tuple(count / drafts for count in counts)
 
 
 def expected_tokens_per_step(rates: tuple[float, ...]) -> tuple[float, ...]:
@@ -103,4 +118,5 @@ def derive(totals: Totals, cost: DraftCost = FALLBACK_COST) -> Derived | None:
         num_speculative_tokens=totals.k if totals.k is not None else (len(rates) or None),
         seconds=seconds,
         cost=cost,
+        acceptance_histogram=acceptance_histogram(totals.accepted_per_position, drafts) if drafts else None,
     )

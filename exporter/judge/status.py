@@ -12,7 +12,7 @@ from typing import Any
 from exporter.config import DeriveSettings
 from exporter.judge.assess import assess
 from exporter.judge.crosscheck import cross_check
-from exporter.judge.derive import Derived
+from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import health_since
 from exporter.state.reference import HEALTHY, Profile, ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.snapshot import SeriesSnapshot, Snapshot
@@ -47,6 +47,7 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
             "recommended_speculative_tokens": None,
             "seconds": None,
             "wasted_draft_tokens_per_second": None,
+            "acceptance_length_histogram": None,
         }
     return {
         "drafts": derived.drafts,
@@ -64,6 +65,8 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
         "recommended_speculative_tokens": derived.recommended_speculative_tokens,
         "seconds": _round(derived.seconds, 3),
         "wasted_draft_tokens_per_second": _round(derived.wasted_draft_tokens / derived.seconds, 3) if derived.seconds else None,
+        # share of drafts that accepted exactly j tokens, j = 0..k; null without per-position counts
+        "acceptance_length_histogram": None if derived.acceptance_histogram is None else [_round(h) for h in derived.acceptance_histogram],
     }
 
 
@@ -100,7 +103,31 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],
         "start": totals.start,
         "end": totals.end,
+        "runs": runs_fields(series, settings) if span == "lifetime" else [],
     }
+
+
+def runs_fields(series: SeriesSnapshot, settings: DeriveSettings) -> list[dict[str, Any]]:
+    """Each run of the series where its speculative config changed (empty for one run): its own counts and L."""
+    if len(series.runs) < 2:
+        return []
+    cost = settings.cost_for(series.config.method, series.key.model_name)
+    out = []
+    for identity, totals in series.runs:
+        derived = derive(totals, cost)
+        out.append({
+            **_identity(identity),
+            "start": totals.start,
+            "end": totals.end,
+            "lines": totals.intervals,
+            "drafts": totals.known_drafts if totals.intervals else None,
+            "draft_tokens": totals.draft_tokens,
+            "accepted_tokens": totals.accepted_tokens,
+            "mean_acceptance_length": None if derived is None else _round(derived.mean_acceptance_length),
+            "draft_acceptance_ratio": None if derived is None else _round(derived.draft_acceptance_ratio),
+            "mean_draft_length": None if derived is None else _round(derived.mean_draft_length),
+        })
+    return out
 
 
 def _identity(identity: SpecIdentity) -> dict[str, Any]:

@@ -46,6 +46,9 @@ def judge(
     """The verdict for `current` (judged against `baseline` when there is one), with its reason."""
     over = f" over {window}" if window else ""
     if current is not None and current.drafts is None and current.draft_tokens > 0:
+        collapsed = _collapse_without_drafts(current, thresholds, over)
+        if collapsed is not None:
+            return collapsed
         because = f": {drafts_unknown_because}" if drafts_unknown_because else ""
         return Verdict("no_data", "drafts_unknown", f"this log format does not print the number of drafts (vLLM ≤ 0.8.4){because}; no L")
     if current is None or current.drafts is None or current.drafts < thresholds.min_drafts:
@@ -54,18 +57,15 @@ def judge(
     length = current.mean_acceptance_length or 1.0
     position0 = current.position_acceptance[0] if current.position_acceptance else None
     k = len(current.position_acceptance)
-    if (
-        length <= thresholds.broken_max_mean_acceptance_length
-        and position0 is not None
-        and position0 <= thresholds.broken_max_position0_acceptance
-    ):
-        return Verdict(
-            "broken",
-            "position0_collapse",
-            f"position-0 acceptance {position0:.2f}{over} with {k} drafted positions (L {length:.2f}): the drafter is almost never "
-            "right — check the drafter's config against the target (specdecode-exporter check-config) and the serving "
-            "framework's integration",
+    # without per-position counts (V0, V1-a, V1-b) r_0 is at most L − 1 = Σ r_i, so the floor still
+    # judges: a drafter whose L − 1 is under the position-0 floor is broken whatever its positions
+    bound = position0 if position0 is not None else length - 1.0
+    if length <= thresholds.broken_max_mean_acceptance_length and bound <= thresholds.broken_max_position0_acceptance:
+        said = (
+            f"position-0 acceptance {position0:.2f}{over} with {k} drafted positions (L {length:.2f})" if position0 is not None
+            else f"L {length:.2f}{over}, so position-0 acceptance is at most {bound:.2f} (this log format prints no per-position counts)"
         )
+        return Verdict("broken", "position0_collapse", f"{said}: {_BROKEN_ADVICE}")
     if length < thresholds.degraded_min_mean_acceptance_length:
         return Verdict("degraded", "below_floor", f"L {length:.2f}{over} is below the floor {thresholds.degraded_min_mean_acceptance_length:.2f}")
     if (
@@ -94,6 +94,29 @@ def judge(
     if position0 is None:  # V0, V1-a, V1-b: no per-position counts, so nothing is said about positions
         return Verdict("ok", "acceptance_ok", f"L {length:.2f}{over}; this log format prints no per-position acceptance, so positions are not judged")
     return Verdict("ok", "all_positions_pay", f"L {length:.2f}{over}, position 0 at {position0:.0%}; every drafted position pays for itself")
+
+
+_BROKEN_ADVICE = (
+    "the drafter is almost never right — check the drafter's config against the target (specdecode-exporter check-config) "
+    "and the serving framework's integration"
+)
+
+
+def _collapse_without_drafts(current: Derived, thresholds: HealthThresholds, over: str) -> Verdict | None:
+    """`broken` where D is unknown (V1-a/V1-b of a drafter that may draft fewer than k): every draft
+    holds at most k tokens, so D ≥ T/k and r_0 ≤ A/D ≤ k·A/T — enough to call a collapse, never L."""
+    k = current.num_speculative_tokens
+    if not k or current.draft_tokens <= 0:
+        return None
+    least_drafts = -(-current.draft_tokens // k)
+    bound = k * current.accepted_tokens / current.draft_tokens
+    if least_drafts < thresholds.min_drafts or bound > thresholds.broken_max_position0_acceptance:
+        return None
+    return Verdict(
+        "broken", "position0_collapse",
+        f"{current.accepted_tokens} of {current.draft_tokens} drafted tokens accepted{over} (at least {least_drafts} drafts of at most "
+        f"k = {k}), so position-0 acceptance is at most {bound:.2f}: {_BROKEN_ADVICE}",
+    )
 
 
 def as_baseline(value: Baseline | Derived | None, source: str = "baseline window") -> Baseline | None:

@@ -38,8 +38,7 @@ def judge_states(
         dropped = (reference_drafts >= thresholds.min_drafts) & (length - 1.0 < (1.0 - thresholds.degraded_relative_drop) * (reference_length - 1.0))
     states[dropped] = "degraded"
     states[length < thresholds.degraded_min_mean_acceptance_length] = "degraded"
-    if k:
-        position0 = sums.positions[:, 0] / safe
-        states[(length <= thresholds.broken_max_mean_acceptance_length) & (position0 <= thresholds.broken_max_position0_acceptance)] = "broken"
+    position0 = sums.positions[:, 0] / safe if k else length - 1.0  # no positions: r_0 ≤ L − 1, as verdict.py bounds it
+    states[(length <= thresholds.broken_max_mean_acceptance_length) & (position0 <= thresholds.broken_max_position0_acceptance)] = "broken"
     states[(sums.draft_tokens <= 0) | (drafts < thresholds.min_drafts) | (drafts <= 0)] = "no_data"
     return states

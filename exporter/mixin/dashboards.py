@@ -181,6 +181,22 @@ def _k_per_replica(config: MixinConfig, per_position: str, matchers: str, extra:
     return f"count by ({', '.join((*server_labels(config), *extra, 'model_name', 'engine'))}) ({per_position}{{{matchers}}})"
 
 
+HISTOGRAM_MAX_K = 16  # the acceptance-length panel's buckets 0..16: DFlash's k = 15 fits; longer n-gram drafts are cut
+
+
+def acceptance_histogram(position_acceptance: str, selector: str, k_max: int = HISTOGRAM_MAX_K) -> str:
+    """Share of drafts that accepted exactly j tokens, j = 0..k, from a recorded r_i = A_i/D
+    (exporter/judge/derive.py's h_j): h_0 = 1 − r_0, h_j = r_{j−1} − r_j, h_k = r_{k−1} (no r_k).
+    PromQL has no arithmetic on labels, so each bucket is its own term, labelled `accepted`."""
+
+    def rate(i: int) -> str:
+        return f'max without (position) ({position_acceptance}{{{selector}, position="{i}"}})'
+
+    terms = [f'label_replace(1 - {rate(0)}, "accepted", "0", "", "")']
+    terms += [f'label_replace({rate(j - 1)} - ({rate(j)} or {rate(j - 1)} * 0), "accepted", "{j}", "", "")' for j in range(1, k_max + 1)]
+    return " or ".join(terms)
+
+
 def server_queries(config: MixinConfig) -> dict[str, str]:
     window = 'window="$window"'
     n = rule_names(sidecar_counters(config), config)
@@ -193,6 +209,7 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
         "positions": f"{names.POSITION_ACCEPTANCE.name}{{{sel}, {window}}}",
         # from the counters: the sidecar exports the conditional gauge only with --conditional-gauges
         "conditional": f"{n['position_conditional']}{{{sel}}}",
+        "acceptance_histogram": acceptance_histogram(n["position_acceptance"], sel),
         "recommended_k": f"{names.RECOMMENDED_K.name}{{{sel}, {window}}}",
         # each replica's own k: `upstream` is the same path in every pod, so it cannot tell them apart
         "configured_k": _k_per_replica(config, names.ACCEPTED_PER_POSITION.sample_name, sel, ("upstream", "source")),
@@ -313,6 +330,11 @@ def server(config: MixinConfig) -> dict[str, Any]:
         Panel("Conditional acceptance per position",
               f"Chance position i is accepted when i−1 was, over {config.rate_window}, from the per-position counters.",
               "bargauge", [(q["conditional"], f"{who} {{{{source}}}} e{{{{engine}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
+              options={"orientation": "vertical", "displayMode": "gradient"}),
+        Panel("Acceptance length histogram",
+              f"Share of drafts that accepted exactly j drafted tokens (j = 0..k, up to {HISTOGRAM_MAX_K}), over {config.rate_window}, "
+              "from the per-position counters: 1 − r₀ for j = 0, r_{j−1} − r_j after; its mean is L − 1.",
+              "bargauge", [(q["acceptance_histogram"], f"{who} {{{{source}}}} e{{{{engine}}}} ={{{{accepted}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Accepted and wasted draft tokens", "Accepted draft tokens per second (from counters) and rejected ones (the sidecar's window).",
               "timeseries", [(q["accepted_rate"], f"accepted {who} {{{{source}}}} e{{{{engine}}}}"), (q["wasted"],

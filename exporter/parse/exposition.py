@@ -175,6 +175,36 @@ def _key(labels: dict[str, str]) -> tuple[str, str]:
     return model, engine
 
 
+DRAINED_DETAIL = (
+    "TensorRT-LLM's JSON /metrics: each read drains the engine's iteration-stats queue (trtllm-serve "
+    "get_iteration_stats → get_stats_async), so what one reader takes no other reader — nor TensorRT-LLM's own "
+    "Prometheus counters, fed from the same queue — ever sees; it is not read as counters and not scraped again: "
+    "point the target at <server>/prometheus/metrics (return_perf_metrics), scraped by Prometheus or the sidecar"
+)
+
+
+DRAINED_COUNTERS_DETAIL = (
+    "a spec-decode counter went down while its _created stayed the same: no restart, so this endpoint is drained on "
+    "read (each scrape gets what accumulated since the last read, by anyone) or its counters are not cumulative; "
+    "read as counters it would undercount, so it is not used and not scraped again"
+)
+
+
+def looks_drained(text: str) -> bool:
+    """TensorRT-LLM's JSON iteration stats (`GET /metrics` of trtllm-serve): a JSON list of per-iteration
+    objects (`{"iter": …, "specDecodingStats": {…}}`), `[]` when nothing ran since the last read."""
+    body = text.strip()
+    if not body.startswith("[") or not body.endswith("]"):
+        return False
+    import json  # only for such a body (start-up time)
+
+    try:
+        stats = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(stats, list) and all(isinstance(stat, dict) and "iter" in stat for stat in stats)
+
+
 def parse_exposition(text: str, engine: str | None = None) -> ExpositionSnapshot:
     """Parse the spec-decode part of a payload; ExpositionError if it is not text exposition."""
     stripped = text.lstrip()[:64].lower()

@@ -11,7 +11,7 @@ the same formatter (`uvicorn_logging.py:143-150`) under the logger names `uvicor
 A record becomes the same LogEnvelope a text line does, so everything after the envelope is
 shared: the message is the line body, the pid is `process`, the process name is
 `vllm_process_name` (else `processName`), and `asctime` (`%Y-%m-%d %H:%M:%S,mmm`) gives the
-`MM-DD HH:MM:SS` stamp the text layout prints (the clock resolves the year as for text lines).
+`MM-DD HH:MM:SS` stamp the text layout prints, and with its year the line's own date.
 A JSON record still contains its message's text verbatim (the markers are ASCII and JSON escapes
 only quotes, backslashes, control and non-ASCII characters), so the scan stage's prefilter
 keeps working on the raw line.
@@ -25,7 +25,7 @@ from typing import Any
 
 from exporter.records import LogEnvelope
 
-_ASCTIME = re.compile(r"^\d{4}-(\d\d-\d\d \d\d:\d\d:\d\d)")
+_ASCTIME = re.compile(r"^(\d{4})-(\d\d-\d\d \d\d:\d\d:\d\d)")
 _LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})
 
 
@@ -57,7 +57,8 @@ def parse_json_record(text: str) -> LogEnvelope | None:
         process=process if isinstance(process, str) else None,
         pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
         level=str(level),
-        month_day_time=stamp[1] if stamp else "",
+        month_day_time=stamp[2] if stamp else "",
         source_file=name if isinstance(name, str) else "",
         message=message,
+        dated=f"{stamp[1]}-{stamp[2].replace(' ', 'T')}" if stamp else None,  # asctime has the year (local time)
     )

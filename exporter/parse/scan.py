@@ -22,6 +22,9 @@ MARKERS: tuple[str, ...] = (
     "Model Runner V2 does not",  # ≥ 0.32 fell back to the V1 model runner: n-gram drafts vary again
     "accept len: ",  # SGLang decode batches
     '{"specdecode_plugin":',  # records of our vLLM plugin (exporter/plugin/records.py)
+    "SpecDecoding timing",  # a fork's per-step timing line: counted as seen (vllm_log.SEEN_LINES), never a spec line
+    "server version ",  # the version banner (`vLLM server version 0.34.0, serving model …`)
+    "  version ",  # the logo's version line, where a posted log elided `Initializing … (...)`
 )
 
 

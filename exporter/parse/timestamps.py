@@ -4,6 +4,11 @@ The reference is the file's modification time offline, or now when following liv
 is placed in the reference's year unless that puts it more than a day after the reference, in
 which case it belongs to the year before — this handles a log that crosses New Year with no
 state (December lines resolve to the old year, January lines to the new one).
+
+The modification time dates a log only when it is the time of the log's last write: a file
+copied, downloaded or pasted later has a newer one, and then no stamp tells the year (a July 2024
+log read in December 2026 would say July 2026). year_unknown_reason says so when the log's last
+stamp lies further before the reference than a quiet server leaves between writes.
 """
 
 from __future__ import annotations
@@ -13,15 +18,29 @@ import time
 from datetime import datetime
 
 SLACK_SECONDS = 86_400.0
+YEAR_WINDOW_SECONDS = 31 * 86_400.0  # a log's last stamp this close before its mtime dates the year
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 
 
 def parse_rfc3339(stamp: str) -> float | None:
-    """RFC 3339 with up to nanoseconds (Python keeps microseconds) → unix time; None if invalid."""
+    """RFC 3339 with up to nanoseconds (Python keeps microseconds) → unix time; None if invalid.
+    Without a zone the stamp is local time, as vLLM's own stamps are."""
     try:
         return datetime.fromisoformat(_FRACTION.sub(r"\1", stamp, count=1).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def year_unknown_reason(last_stamp: float, reference: float, what: str) -> str | None:
+    """Why the year of year-less stamps cannot be known from `reference` (`what` names it), or None."""
+    gap = reference - last_stamp
+    if gap <= YEAR_WINDOW_SECONDS:
+        return None
+    return (
+        f"the log's stamps carry no year and the last is {gap / 86_400:.0f} days before {what} "
+        f"({time.strftime('%Y-%m-%d', time.localtime(reference))}): the file was copied or touched later, so the year "
+        "is not known; dates are shown without it"
+    )
 
 
 def resolve_log_time(month_day_time: str, reference: float) -> float | None:

@@ -5,6 +5,13 @@ efficiency, cumulative counts), V1-a (`Speculative metrics:` without it) and V1-
 (`SpecDecoding metrics:`). Fields are read as `Key: value` pairs in any order, so forks that add
 keys still parse; the per-position list is taken as the run of numbers after its key because its
 items use the same `, ` separator as the pairs.
+
+A line cut short (a shipper's size limit, a paste) is refused with one reason, `truncated`,
+wherever it was cut: its last field is incomplete (`…Drafted: 15 tokens, Per-pos`, a `%` field
+without its `%`, a unit cut off), or it ends before the field its layout always ends with (V0's
+closing `.`, V1-e's `Avg Draft acceptance rate`). Lines that newer vLLMs and forks print next to
+the spec line (`DiffusionDecoding metrics:`, `SpecDecoding timing …`) are recognised as seen,
+never as a spec line (SEEN_LINES).
 """
 
 from __future__ import annotations
@@ -19,6 +26,12 @@ V0_PREFIX = "Speculative metrics: "
 V1_PREFIX = "SpecDecoding metrics: "
 SPEC_MARKERS = (V0_PREFIX, V1_PREFIX)
 PER_POSITION_KEY = "Per-position acceptance rate"
+TRUNCATED = "truncated"
+# Lines printed near the spec line that are not spec-decode counts: the `format` they are counted
+# under (sources' formats), never a series. DiffusionDecoding replaces the spec line for discrete
+# diffusion models (V1-f, vllm/v1/spec_decode/metrics.py in 0.34.0, see docs/vllm-versions.md);
+# `SpecDecoding timing (mean ms/step over N steps): …` is a research fork's per-step timing.
+SEEN_LINES = (("DiffusionDecoding metrics: ", "V1-f"), ("SpecDecoding timing", "spec-timing"))
 
 
 class SpecLineError(ValueError):
@@ -117,17 +130,104 @@ def _parse_v1e(body: str) -> ParsedSpecLine | None:
     )
 
 
+# The last field of a spec line, complete: `Key: value` with the value's unit whole, or one
+# item of the per-position list. Anything else at the end of a line means it was cut there.
+_UNITS = {"Accepted": " tokens", "Drafted": " tokens", "Accepted throughput": " tokens/s", "Drafted throughput": " tokens/s",
+          "Avg Draft acceptance rate": "%", "Draft acceptance rate": "%"}
+_LAST_PAIR = re.compile(r"(?:^|, )([A-Za-z][A-Za-z0-9 ()/_-]*?): ([^:]*)$")
+_LIST_ITEM = re.compile(rf"(?:^|, ){_NUMBER}$")
+# Each layout's keys in the order it prints them (reference §2): a line whose keys are a proper
+# prefix of a layout's, and the full key list of none, stopped early.
+_RATE, _MEAN = "Draft acceptance rate", "Mean acceptance length"
+_V1_LAYOUTS = (
+    (_MEAN, "Accepted throughput", "Drafted throughput", "Accepted", "Drafted", PER_POSITION_KEY, "Avg Draft acceptance rate"),  # V1-e
+    (_RATE, _MEAN, "Accepted throughput", "Drafted throughput", "Accepted", "Drafted", PER_POSITION_KEY),  # V1-d
+    (_RATE, _MEAN, "Accepted", "Drafted", PER_POSITION_KEY),  # V1-c
+    (_RATE, "Accepted", "Drafted"),  # V1-b
+)
+_V0_LAYOUTS = (
+    (_RATE, "System efficiency", "Number of speculative tokens", "Number of accepted tokens", "Number of draft tokens",
+     "Number of emitted tokens"),  # V0-a/b (the typo's `tokens tokens` read as `tokens`)
+    (_RATE, "Number of accepted tokens", "Number of draft tokens"),  # V1-a
+)
+
+
+def _stopped_early(body: str, layouts: tuple[tuple[str, ...], ...]) -> bool:
+    keys = tuple(match[1] for match in _KEY.finditer(body.replace(" tokens tokens:", " tokens:")))
+    if any(keys[: len(layout)] == layout for layout in layouts):
+        return False  # every field of a layout is there (a fork may add more after them)
+    return any(layout[: len(keys)] == keys for layout in layouts)
+
+
+def _last_field_cut(text: str) -> bool:
+    """The body ends inside a field: a key cut off (`…, Per-pos`), or a value without its whole unit."""
+    last = _LAST_PAIR.search(text)
+    if last is None:
+        return _LIST_ITEM.search(text) is None
+    key, value = last[1], last[2]
+    if key == PER_POSITION_KEY:
+        return value != "" and re.fullmatch(rf"{_NUMBER}(?:, {_NUMBER})*", value) is None
+    unit = _UNITS.get(key)
+    if unit is not None:
+        return _value_cut(value, unit)
+    if ", " in value:  # an unknown (fork) key whose value runs into a fragment that is no pair
+        return _LIST_ITEM.search(value) is None and not value.endswith(("]", ")"))
+    return value == ""
+
+
+def _value_cut(value: str, unit: str) -> bool:
+    """`value` stops inside `<number><unit>` (`15 tok`, `61.4`, `nan`'s `na`), or runs on into a key
+    fragment (`15 tokens, Per-pos`); a value that is simply wrong (`lots`) is bad, not cut."""
+    number = re.match(r"\d+(?:\.\d*)?|nan|inf", value)
+    if number is None:
+        return value == "" or "nan".startswith(value) or "inf".startswith(value)
+    rest = value[number.end() :]
+    if rest == unit:
+        return False
+    return unit.startswith(rest) or (rest.startswith(unit + ", ") and ": " not in rest)
+
+
+def _cut_v1(body: str) -> bool:
+    """A `SpecDecoding metrics:` body cut short (see the module's doc)."""
+    text = body.rstrip()
+    return _stopped_early(text, _V1_LAYOUTS) or _last_field_cut(text)
+
+
+def _cut_v0(body: str) -> bool:
+    """A `Speculative metrics:` body cut short: V0 always ends with `Number of emitted tokens: N.`."""
+    text = body.rstrip()
+    if _stopped_early(text, _V0_LAYOUTS):
+        return True
+    if "System efficiency" in text and "Number of emitted tokens" in text:
+        return re.search(r"Number of emitted tokens(?: tokens)?: \d+\.$", text) is None
+    return False
+
+
 def parse_spec_message(message: str, *, fast: bool = True) -> ParsedSpecLine | None:
     """Parse a log message; None if it is not a spec-decode line; SpecLineError if it is but is bad."""
     if message.startswith(V1_PREFIX):
         body = message[len(V1_PREFIX) :]
         parsed = _parse_v1e(body) if fast else None
-        return parsed if parsed is not None else _parse_v1(body)
+        if parsed is not None:
+            return parsed
+        if _cut_v1(body):
+            raise SpecLineError(TRUNCATED, body[-40:])
+        return _parse_v1(body)
     if message.startswith(V0_PREFIX):
         body = message[len(V0_PREFIX) :]
+        if _cut_v0(body):
+            raise SpecLineError(TRUNCATED, body[-40:])
         if "System efficiency" in body:
             return _parse_v0(body)
         return _parse_v1a(body)
+    return None
+
+
+def seen_line(message: str) -> str | None:
+    """The `format` of a line printed near the spec line that is not one (SEEN_LINES), else None."""
+    for prefix, name in SEEN_LINES:
+        if message.startswith(prefix):
+            return name
     return None
 
 
@@ -273,9 +373,14 @@ def _parse_non_default_args(text: str) -> SpecConfig | None:
     return base.merged(SpecConfig(served_model_name=served, model=model))
 
 
+def _version(text: str) -> str | None:
+    """A version as printed, or None for an elided one (`(...)`, as posted logs shorten it)."""
+    return text if text[:1].isdigit() else None
+
+
 def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
     config = match["config"]
-    spec = SpecConfig(server_version=match["version"])
+    spec = SpecConfig(server_version=_version(match["version"]))
     spec_match = _SPEC_REPR.search(config)
     if spec_match is not None:
         fields: dict[str, Any] = {}
@@ -304,6 +409,17 @@ def _parse_engine_init(match: re.Match[str]) -> SpecConfig:
 
 
 V1_RUNNER = "Model Runner V2 does not yet support"  # vLLM ≥ 0.32 fell back to the V1 runner (config/vllm.py)
+# The version banners: `vLLM API server version %s` (api_server.py, ≤ 0.9), `vLLM server version %s,
+# serving model %s` (entrypoints/.../startup.py:38 in 0.33 and 0.34), and the logo's `version %s`
+# line (a continuation line of a multi-line record, without an envelope; 0.11+).
+_BANNER = re.compile(r"vLLM (?:API )?server version (?P<version>[0-9][^\s,]*)")
+_LOGO_VERSION = re.compile(r"[█▀▄]\s+version\s+(?P<version>[0-9]\S*)\s*$")
+
+
+def parse_version_banner(text: str) -> str | None:
+    """The server version from a banner line or the logo's version line (ANSI already stripped)."""
+    match = _BANNER.search(text) or _LOGO_VERSION.search(text)
+    return None if match is None else match["version"]
 
 
 def parse_config_message(message: str) -> SpecConfig | None:
@@ -312,6 +428,9 @@ def parse_config_message(message: str) -> SpecConfig | None:
         return SpecConfig(variable_drafts="the V1 model runner is in use (Model Runner V2 unsupported): n-gram drafts may be shorter than k")
     if message.startswith(_NON_DEFAULT):
         return _parse_non_default_args(message[len(_NON_DEFAULT) :])
+    banner = parse_version_banner(message) if "version " in message else None
+    if banner is not None:
+        return SpecConfig(server_version=banner)
     match = _ENGINE_INIT.match(message)
     if match is not None:
         return _parse_engine_init(match)

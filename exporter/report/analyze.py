@@ -22,6 +22,7 @@ from exporter.config import DeriveSettings, LogFormat, parse_duration
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
+from exporter.parse.timestamps import year_unknown_reason
 from exporter.state.reference import ReferenceRule
 from exporter.state.snapshot import Snapshot, merged
 from exporter.state.store import Store
@@ -126,8 +127,9 @@ def _progress_bar(path: str, size: int, options: AnalyzeOptions) -> Any:
     return tqdm(total=size or None, unit="B", unit_scale=True, desc=os.path.basename(path), file=sys.stderr, leave=False)
 
 
-def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
-    """Push one whole file through a LogPipeline into `store`."""
+def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bool] | None:
+    """Push one whole file through a LogPipeline into `store`; why its dates are not known, if they are not
+    (and whether the year is what is missing)."""
     with _open(path) as (reader, raw, size, mtime):
         pipeline = LogPipeline(
             store, path, log_format=options.log_format, clock="log", year_reference=mtime, model_name=options.model_name,
@@ -144,13 +146,20 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> None:
                     position = now
             pipeline.finish(read_at)
         store.update_source(path, lambda stats: setattr(stats, "up", True))
+    interpreter = pipeline.interpreter
+    if interpreter.unstamped:
+        return f"{interpreter.unstamped} spec lines carry no time stamp (message-only lines): their times are when they were read", True
+    what = "the time it is read" if path == "-" else "the file's modification time"
+    reason = None if interpreter.last_undated is None else year_unknown_reason(interpreter.last_undated, mtime, what)
+    return None if reason is None else (reason, False)
 
 
 def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions) -> dict[str, Any]:
     """Read every path and return the report (the `--format json` document)."""
     jobs = min(options.jobs or os.cpu_count() or 1, len(paths))
     if jobs <= 1 or "-" in paths:
-        return snapshot_report(_read((paths, settings, options)), settings)
+        snapshot, years = _read((paths, settings, options))
+        return _mark_years(snapshot_report(snapshot, settings), years)
     # each file is its own upstream, so files share nothing until the report: one process per file
     # at a time, their snapshots merged (a week of a fleet's logs takes 1/cores of the time)
     from concurrent.futures import ProcessPoolExecutor
@@ -158,19 +167,31 @@ def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions)
 
     quiet = replace(options, progress=False)
     with ProcessPoolExecutor(jobs, mp_context=get_context("fork")) as pool, _files_bar(paths, options) as bar:
-        snapshots = []
-        for path, snapshot in zip(paths, pool.map(_read, [([path], settings, quiet) for path in paths]), strict=True):
+        snapshots, years = [], {}
+        for path, (snapshot, year) in zip(paths, pool.map(_read, [([path], settings, quiet) for path in paths]), strict=True):
             snapshots.append(snapshot)
+            years.update(year)
             bar.update(os.path.getsize(path))
-    return snapshot_report(merged(snapshots), settings)
+    return _mark_years(snapshot_report(merged(snapshots), settings), years)
 
 
-def _read(work: tuple[list[str], DeriveSettings, AnalyzeOptions]) -> Snapshot:
+def _read(work: tuple[list[str], DeriveSettings, AnalyzeOptions]) -> tuple[Snapshot, dict[str, tuple[str, bool]]]:
     paths, settings, options = work
     store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)))
+    years = {}
     for path in paths:
-        feed_file(path, store, options)
-    return store.snapshot()
+        reason = feed_file(path, store, options)
+        if reason is not None:
+            years[path] = reason
+    return store.snapshot(), years
+
+
+def _mark_years(report: dict[str, Any], years: dict[str, tuple[str, bool]]) -> dict[str, Any]:
+    """Say, per source and series, where the log's dates are not known: no year (timestamps.py), or no stamp."""
+    for entry in (*report["sources"], *report["series"], *report["sampled"]):
+        reason, year_known = years.get(entry["upstream"], (None, True))
+        entry["dates_unknown"], entry["year_known"] = reason, year_known
+    return report
 
 
 def _files_bar(paths: list[str], options: AnalyzeOptions) -> Any:

@@ -1,4 +1,4 @@
-"""How each supported vLLM (0.24.0 → 0.33.0) lays out a log record: prefix order, JSON, file:line.
+"""How each supported vLLM (0.24.0 → 0.34.0) lays out a log record: prefix order, JSON, file:line.
 
 Facts from the wheels (docs/vllm-versions.md §3–§5 and its appendix):
   * ≤ 0.30 a stdout wrapper writes `(Name pid=N) ` before every physical line, VLLM_LOGGING_PREFIX
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 SUPPORTED_VERSIONS = (
     "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+    "0.34.0",
 )
 NEWEST = SUPPORTED_VERSIONS[-1]
 JSON_FROM = (0, 32)
@@ -42,7 +43,8 @@ _SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
     "version": (("0.24.0", "api_utils.py:339"), ("0.26.0", "api_utils.py:345"), ("0.28.0", "api_utils.py:333"),
                 ("0.29.0", "api_utils.py:347"), ("0.33.0", "startup.py:38")),
     "engine_init": (("0.24.0", "core.py:115"), ("0.26.0", "core.py:117"), ("0.27.0", "core.py:122"), ("0.28.0", "core.py:123"),
-                    ("0.29.0", "core.py:124"), ("0.31.0", "core.py:130"), ("0.32.0", "core.py:134"), ("0.33.0", "core.py:140")),
+                    ("0.29.0", "core.py:124"), ("0.31.0", "core.py:130"), ("0.32.0", "core.py:134"), ("0.33.0", "core.py:140"),
+                    ("0.34.0", "core.py:153")),
     # only 0.24, 0.26, 0.28 and 0.30+ were read for this one; the releases between keep the one before
     "serving": (("0.24.0", "api_server.py:581"), ("0.26.0", "api_server.py:677"), ("0.28.0", "api_server.py:657"), ("0.30.0", "entry.py:139")),
     "spec": (("0.24.0", "metrics.py:120"),),

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 PRIME_BYTES = 1 << 20
 DEFER_BYTES = 4 << 20  # a catch-up is interpreted as it is read, not held in memory
 PLUGIN_FILES = "*.jsonl"  # what exporter/plugin/writer.py names its files
-_PRIME_MARKERS = ("non-default args", "LLM engine")
+_PRIME_MARKERS = ("non-default args", "LLM engine", "server version ", "  version ")
 
 
 def _has_magic(pattern: str) -> bool:

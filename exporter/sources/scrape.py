@@ -4,9 +4,11 @@ Each cycle scrapes all targets concurrently. A scrape is bounded in time (`timeo
 request, not per read) and size (`max_bytes`, checked while streaming); redirects are not followed
 and proxy variables are ignored, so no request goes anywhere but the configured target (and its
 `/version`, once, for vLLM). A failed scrape marks the target down with its reason — refused,
-timeout, http_status, too_large, unparsable, no_spec_families, transport — and never produces an
-acceptance value. What a body means is not this module's business: it goes to a ScrapeConsumer
-(the interval stage's ScrapeInterpreter, wired by the CLI), which may still call it unparsable.
+timeout, http_status, too_large, unparsable, no_spec_families, transport, drained_endpoint — and
+never produces an acceptance value. A target whose reading does harm (TensorRT-LLM's JSON /metrics,
+drained by every read) is fetched once, reported down with its reason and never fetched again.
+What a body means is not this module's business: it goes to a ScrapeConsumer (the interval
+stage's ScrapeInterpreter, wired by the CLI), which may still call it unparsable.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class ScrapeOutcome(Protocol):
     def invalid(self) -> int: ...
     @property
     def wants_version(self) -> bool: ...
+    @property
+    def stop(self) -> bool: ...
 
 
 class ScrapeConsumer(Protocol):
@@ -91,6 +95,7 @@ class ScrapeSource:
         self.clock = clock
         self._labels: dict[str, dict[str, str]] = {}  # per target, from a file_sd targets file
         self._clients: dict[str, httpx.AsyncClient] = {}  # one small pool per target (see client())
+        self._stopped: set[str] = set()  # targets never fetched again (ScrapeOutcome.stop)
         self._tls: ssl.SSLContext | None = None  # built once: each client would load the CA bundle again
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -162,6 +167,7 @@ class ScrapeSource:
     async def scrape_all(self) -> None:
         targets = self.current_targets()
         wanted = {target.url for target in targets}
+        self._stopped &= wanted  # a target that leaves and comes back is looked at afresh
         for url in [url for url in self._labels if url not in wanted]:
             del self._labels[url]
             self.consumer.forget(url)
@@ -171,6 +177,8 @@ class ScrapeSource:
         limit = asyncio.Semaphore(self.concurrency)
 
         async def bounded(target: Target) -> None:
+            if target.url in self._stopped:
+                return  # down with its reason since the one read that showed it must not be read
             async with limit:
                 try:
                     await self.scrape_target(self.client(target.url), target)
@@ -199,6 +207,9 @@ class ScrapeSource:
             self._failed(target.url, "transport", str(error) or type(error).__name__, time.monotonic() - started)
             return
         outcome = self.consumer.accept(target.url, text, now)
+        if outcome.stop:
+            self._stopped.add(target.url)
+            log.warning("target not scraped again target=%s reason=%s", target.url, outcome.failure[0] if outcome.failure else "")
         if outcome.failure is not None:
             reason, detail = outcome.failure
             self._failed(target.url, reason, detail, time.monotonic() - started)

@@ -50,6 +50,11 @@ class Bucket:
     drafts: int
     accepted: int
     accepted_per_position: tuple[int, ...]
+    emitted: int | None = None  # Σ E where every pooled interval printed it (V0, whose L is E/D), else None
+
+
+def _plus(left: int | None, right: int | None) -> int | None:
+    return None if left is None or right is None else left + right
 
 
 def add_counts(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...]:
@@ -88,8 +93,14 @@ class Profile:
 
     @property
     def mean_acceptance_length(self) -> float | None:
+        """1 + ΣA/ΣD; on V0 counts, whose A is not a prefix count, ΣE/ΣD (as derive.py)."""
         drafts = self.drafts
-        return 1.0 + self.accepted / drafts if drafts else None
+        if not drafts:
+            return None
+        emitted = [b.emitted for b in self.buckets]
+        if all(e is not None for e in emitted):
+            return sum(e for e in emitted if e is not None) / drafts
+        return 1.0 + self.accepted / drafts
 
     @property
     def position_acceptance(self) -> tuple[float, ...]:
@@ -105,9 +116,11 @@ class Profile:
         last = buckets[-1] if buckets else None
         if last is not None and interval.end < last.start + rule.bucket_seconds:
             buckets[-1] = Bucket(last.start, max(last.end, interval.end), last.drafts + interval.drafts,
-                                 last.accepted + interval.accepted_tokens, add_counts(last.accepted_per_position, interval.accepted_per_position))
+                                 last.accepted + interval.accepted_tokens, add_counts(last.accepted_per_position, interval.accepted_per_position),
+                                 _plus(last.emitted, interval.emitted_tokens))
         else:
-            buckets.append(Bucket(start, interval.end, interval.drafts, interval.accepted_tokens, interval.accepted_per_position))
+            buckets.append(Bucket(start, interval.end, interval.drafts, interval.accepted_tokens, interval.accepted_per_position,
+                                  interval.emitted_tokens))
         horizon = interval.end - rule.window_seconds
         return Profile(tuple(b for b in buckets if b.end > horizon))
 
@@ -116,7 +129,7 @@ class Profile:
         if not totals.drafts or totals.drafts_unknown or totals.end is None:
             return cls()
         start = totals.start if totals.start is not None else totals.end
-        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position),))
+        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position, totals.known_emitted),))
 
 
 _EMPTY = Profile()
@@ -281,11 +294,17 @@ def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tu
 
 
 def _profile_json(profile: Profile) -> list[list[Any]]:
-    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position)] for b in profile.buckets]
+    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position), b.emitted] for b in profile.buckets]
+
+
+def _bucket(row: list[Any]) -> Bucket:
+    s, e, d, a, p, *rest = row  # a sixth item, E, since V0 references pool it; older state files have five
+    emitted = rest[0] if rest else None
+    return Bucket(float(s), float(e), int(d), int(a), tuple(int(x) for x in p), None if emitted is None else int(emitted))
 
 
 def _profile(data: Any) -> Profile:
-    return Profile(tuple(Bucket(float(s), float(e), int(d), int(a), tuple(int(x) for x in p)) for s, e, d, a, p in data or ()))
+    return Profile(tuple(_bucket(row) for row in data or ()))
 
 
 def _identity(data: Mapping[str, Any]) -> SpecIdentity:

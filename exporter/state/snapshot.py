@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from exporter.records import SampledValues, SeriesKey, SpecConfig
-from exporter.state.reference import ReferenceRule, SeriesMemory
+from exporter.state.reference import ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.window import Totals
 
 
@@ -27,6 +27,8 @@ class SeriesSnapshot:
     reference_rule: ReferenceRule | None = None
     # each window's length, typed once where the flags are read: stages never parse a window's name
     window_seconds: Mapping[str, float] = field(default_factory=dict)
+    # the lifetime cut where the speculative config changed (a restart with another k): each run's own totals
+    runs: tuple[tuple[SpecIdentity, Totals], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

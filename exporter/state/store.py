@@ -6,6 +6,8 @@ snapshots of it, so one scrape always sees one consistent state.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 import threading
 import time
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["AcknowledgeError", "HealthMemory", "Store"]
 
 log = logging.getLogger(__name__)
+MAX_RUNS = 8  # runs of one series kept for the report (a config change starts one; the oldest go)
 
 
 class AcknowledgeError(ValueError):
@@ -45,6 +48,16 @@ class _Series:
         self.windows = {name: RollingWindow(seconds) for name, seconds in windows.items()}
         self.last_update = 0.0
         self.variants: Counter[str] = Counter()
+        self.runs: list[tuple[SpecIdentity, Totals]] = []  # the lifetime split where the speculative config changed
+
+    def add_to_run(self, identity: SpecIdentity, add: Callable[[Totals], Totals]) -> None:
+        """Count into the current run, or start another where the config conflicts with its own."""
+        if self.runs and not self.runs[-1][0].conflicts(identity):
+            known, totals = self.runs[-1]
+            self.runs[-1] = (identity.filled(known), add(totals))
+            return
+        self.runs.append((identity, add(Totals())))
+        del self.runs[:-MAX_RUNS]
 
 
 class Store:
@@ -98,6 +111,7 @@ class Store:
             self.version += 1
             series = self._series_of(interval.key)
             series.lifetime = series.lifetime.plus(interval)
+            series.add_to_run(SpecIdentity.of(self._config_of(series.key.upstream), interval.k), lambda totals: totals.plus(interval))
             series.variants[interval.variant] += 1
             for window in series.windows.values():
                 window.add(interval)
@@ -113,6 +127,13 @@ class Store:
             self.version += 1
             series = self._series_of(columns.key)
             series.lifetime = plus_columns(series.lifetime, columns)
+            import numpy as np  # only where blocks are batched (start-up time)
+
+            config = self._config_of(columns.key.upstream)
+            cuts = [0, *(np.flatnonzero(np.diff(columns.ks)) + 1).tolist(), len(columns)]  # k may change inside a block
+            for first, stop in itertools.pairwise(cuts):
+                part = columns if (first, stop) == (0, len(columns)) else columns.rows(first, stop)
+                series.add_to_run(SpecIdentity.of(config, int(part.ks[0])), functools.partial(plus_columns, columns=part))
             series.variants[columns.variant] += len(columns)
             intervals = columns.intervals() if series.windows else None  # records only where windows keep them
             for window in series.windows.values():
@@ -196,6 +217,7 @@ class Store:
                     recent=s.recent.totals(s.memory.last_at) if self.health is not None and s.memory.last_at is not None else None,
                     reference_rule=self.health.rule if self.health is not None else None,
                     window_seconds=self.window_seconds,
+                    runs=tuple(s.runs),
                 )
                 for s in sorted(self._series.values(), key=lambda s: series_order(s.key))
             )

@@ -276,3 +276,74 @@ def s030(root):
               [(2395, ("%s KV cache size: %s tokens, Maximum concurrency for %s tokens per "
                        "request: %.2fx"), ("GPU", "1,805,632", "8,192", 220.41))],
               ("entry.py", 139), device="GPU", seed=30)
+
+
+def s034(root: Path) -> None:
+    """0.34.0 text layout: the plain logo (VLLM_LOGGING_COLOR unset), eagle3 k=4,
+    --per-request-spec-decode-metrics summary (response bodies only: no log line),
+    --enable-mfu-metrics (an `Engine 000: MFU: …` line after the spec line), a `KV fetch:`
+    part in one stats line."""
+    v, api, eng, model = "0.34.0", 11, 214, "meta-llama/Llama-3.1-8B-Instruct"
+    draft = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    w = Writer(Layout(v, prefix_in_format=True))
+    rng, k = random.Random(3400), 4
+    w.vllm(t_at(0), "APIServer", api, "startup.py", 38, LOGO, v, model)
+    w.vllm(t_at(0), "APIServer", api, "startup.py", 96, "non-default args: %s", {
+        "model_tag": model, "model": model, "per_request_spec_decode_metrics": "summary",
+        "enable_mfu_metrics": True,
+        "speculative_config": {"method": "eagle3", "model": draft, "num_speculative_tokens": k}})
+    w.vllm(t_at(7), "EngineCore", eng, "core.py", 153,
+           "Initializing a V1 LLM engine (v%s) with config: %s",
+           *init_line_args(v, model, spec_repr("eagle3", draft, k), model))
+    w.vllm(t_at(25), "EngineCore", eng, "kv_cache_utils.py", 1168,
+           "%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+           "GPU", "1,805,632", "8,192", 220.41)
+    w.vllm(t_at(40), "APIServer", api, "entry.py", 139, "Starting vLLM server on %s",
+           "http://0.0.0.0:8000")
+    w.uvicorn(t_at(40), "APIServer", api, "Started server process [%d]", api)
+    w.uvicorn(t_at(40), "APIServer", api, "Application startup complete.")
+    tally = Tally(k)
+    for n in range(1, 6):
+        t0 = 40 + 10 * (n - 1)
+        w.uvicorn(t_at(t0 + 4), "APIServer", api, '%s - "%s %s HTTP/%s" %d',
+                  f"10.3.0.7:{45000 + n}", "POST", "/v1/chat/completions", "1.1", 200, access=True)
+        ts = t_at(t0 + 10)
+        stats = engine_line(0, 210.4, 1301.9, 20, 0, 12.2, 35.0, device="GPU")
+        if n == 3:  # loggers.py:303-308: only while a KV connector fetches (new in 0.34)
+            stats = stats.replace(", GPU KV cache usage", ", KV fetch: 1 waiting to start, 2 in progress, "
+                                  "0 completed waiting, GPU KV cache usage")
+        w.vllm(ts, "APIServer", api, "loggers.py", 335, stats)
+        drafts = rng.randint(1800, 2600)
+        acc = curve(rng, k, drafts, 0.74, 0.78)
+        tally.add(drafts, k * drafts, acc)
+        w.vllm(ts, "APIServer", api, "metrics.py", 120, v1e(acc, drafts, k * drafts, 10.0))
+        # perf.py:1724, log_prefix "Engine 000: " (loggers.py:346): after the spec line, same engine
+        w.vllm(ts, "APIServer", api, "perf.py", 1724, "%sMFU: %.1f TF/s/device %.1f GB/s/device",
+               "Engine 000: ", rng.uniform(80, 120), rng.uniform(900, 1300))
+    truth = {"version": v, "format": "V1-e", "method": "eagle3", "k": k, "fixed_length": True,
+             "note": "--per-request-spec-decode-metrics adds nothing to the log (response bodies only).",
+             "engines": {"0": tally.total()}}
+    write(root, v, "text-eagle3-k4-mfu-kvfetch", w, truth)
+
+
+def s034_diffusion(root: Path) -> None:
+    """0.34.0, a discrete-diffusion model: the spec-decode path logs `DiffusionDecoding metrics:`
+    (metrics.py:160-175) instead of the spec line — seen, never a spec series."""
+    v, api, model = "0.34.0", 12, "google/diffusion-gemma-2b"
+    w = Writer(Layout(v, prefix_in_format=True))
+    rng = random.Random(3401)
+    w.vllm(t_at(0), "APIServer", api, "startup.py", 38, LOGO, v, model)
+    for n in range(1, 4):
+        ts = t_at(10 * n)
+        w.vllm(ts, "APIServer", api, "loggers.py", 335, engine_line(0, 50.0, 400.0, 4, 0, 3.0, 0.0, device="GPU"))
+        steps = rng.randint(300, 400)
+        committed, canvas = steps * 12, steps * 64
+        w.vllm(ts, "APIServer", api, "metrics.py", 160,
+               "DiffusionDecoding metrics: Committed token throughput: %.2f tokens/s, Mean denoising steps per "
+               "canvas: %.2f, Mean tokens committed per denoising step: %.2f, Committed: %d tokens, Denoising "
+               "steps: %d, Canvas positions evaluated: %d",
+               committed / 10.0, canvas / committed, committed / steps, committed, steps, canvas)
+    truth = {"version": v, "format": None, "method": None, "k": None,
+             "note": "DiffusionDecoding lines are not spec decoding: no series, seen as format V1-f.",
+             "seen": {"V1-f": 3}, "engines": {}}
+    write(root, v, "diffusion-decoding-only", w, truth)
