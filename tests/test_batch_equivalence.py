@@ -27,6 +27,7 @@ from strategies import prefix_counts
 from exporter.config import DeriveSettings
 from exporter.intervals.batch import interpret_block
 from exporter.intervals.batch_reconstruct import reconstruct_many
+from exporter.intervals.clock import LogClock
 from exporter.intervals.from_log import LineOutcome, LogInterpreter
 from exporter.intervals.reconstruct import reconstruct
 from exporter.plugin.records import encode
@@ -157,12 +158,12 @@ def logs(draw: st.DrawFn) -> list[str]:
 
 
 def _streaming(lines: list[str], clock: str) -> tuple[dict, Counter, int]:
-    interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
+    interpreter = LogInterpreter("log", clock=LogClock(clock, year_reference=YEAR_REFERENCE))
     return _tally([interpreter.feed(RawLine("log", line, 100.0)) for line in lines])
 
 
 def _batched(lines: list[str], cuts: list[int], clock: str) -> tuple[dict, Counter, int]:
-    interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
+    interpreter = LogInterpreter("log", clock=LogClock(clock, year_reference=YEAR_REFERENCE))
     items, counts, spec = [], Counter(), 0
     bounds = [0, *sorted(cut % (len(lines) + 1) for cut in cuts), len(lines)]
     for start, stop in itertools.pairwise(bounds):
@@ -203,7 +204,7 @@ def _same_intervals(lines: list[str], cuts: list[int], clock: str) -> None:
         assert batched[key] == streamed[key], key  # Interval records, field by field, in order
 
 
-_CLOCKS = st.sampled_from(["log", "arrival"])  # "log": analyze's (times from the lines); "arrival": serve's (a catch-up read at one moment)
+_CLOCKS = st.sampled_from(["log", "live"])  # "log": analyze's (times from the lines); "live": serve's (a catch-up read at one moment)
 _CUTS = st.lists(st.integers(0, 10_000), max_size=4)
 
 
@@ -278,7 +279,7 @@ def test_the_fast_path_takes_the_common_lines_and_pins_d_as_from_log_does():
     unpinned, _, _ = _batched(lines[1:], [], "log")  # no config: the method is unknown, D keeps its range
     assert {interval.drafts_range for intervals in unpinned.values() for interval in intervals} == {(5000, 5007)}
     streamed, _, _ = _streaming(lines, "log")
-    interpreter = LogInterpreter("log", clock="log", year_reference=YEAR_REFERENCE)
+    interpreter = LogInterpreter("log", clock=LogClock("log", year_reference=YEAR_REFERENCE))
     result = interpret_block(interpreter, lines, 100.0)
     columns = [item for item in result.items if not isinstance(item, LineOutcome)]
     assert sum(len(item) for item in columns) == 10  # the plain lines, iteration lines between them

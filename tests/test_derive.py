@@ -14,7 +14,7 @@ from exporter.config import DEFAULT_COSTS, DraftCost, HealthThresholds, parse_du
 from exporter.judge.cost import speedup_curve
 from exporter.judge.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
 from exporter.judge.verdict import as_baseline, judge
-from exporter.parse.timestamps import resolve_log_time
+from exporter.intervals.clock import resolve_local as resolve_log_time
 from exporter.records import Interval, SeriesKey
 from exporter.state.window import RollingWindow, Totals
 

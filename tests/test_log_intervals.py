@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from exporter.intervals.clock import LogClock
 from exporter.intervals.from_log import LogInterpreter
 from exporter.records import RawLine
 
@@ -129,7 +130,7 @@ def test_problems_are_counted_by_reason_never_raised():
 
 def test_log_clock_takes_the_year_from_the_reference_and_container_time_wins():
     reference = datetime(2026, 12, 2, 9, 0, 0).timestamp()
-    interpreter = LogInterpreter("log", clock="log", year_reference=reference)
+    interpreter = LogInterpreter("log", clock=LogClock("log", year_reference=reference))
     line = v1e(30, 360, "1.50", "0.300, 0.150, 0.050, 0.000, 0.000, 0.000")  # 11-30 18:02:44
     interval = interpreter.feed(RawLine("log", line, read_at=time.time())).interval
     assert interval.end == datetime(2026, 11, 30, 18, 2, 44).timestamp()

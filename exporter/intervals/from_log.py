@@ -16,14 +16,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
 
+from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
 from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
-from exporter.parse.timestamps import parse_rfc3339, resolve_log_time
+from exporter.parse.timestamps import parse_rfc3339
 from exporter.parse.vllm_log import (
     SPEC_MARKERS,
     SpecLineError,
@@ -41,9 +41,6 @@ UNKNOWN_MODEL = "unknown"
 PLUGIN_VARIANT = f"plugin-v{PLUGIN_RECORD_VERSION}"  # the `format` label of plugin records
 DEFAULT_ENGINE = "0"
 RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
-
-
-ClockMode = Literal["log", "arrival"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +78,7 @@ class LogInterpreter:
     """Stateful line → Interval conversion for one upstream (one log path or stdin)."""
 
     upstream: str
-    clock: ClockMode = "arrival"
-    year_reference: float | None = None  # for clock="log": the file's mtime
+    clock: LogClock = field(default_factory=LogClock)  # what time each interval takes (intervals/clock.py)
     model_name: str | None = None  # forces model_name instead of the one found in the log
     config: SpecConfig = field(default_factory=SpecConfig)
     _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
@@ -142,11 +138,17 @@ class LogInterpreter:
         if record is None:
             return _NOTHING  # a record kind from a newer plugin: skipped, not an error
         model = self.model_name or record.model_name or self.config.served_model_name or self.config.model or UNKNOWN_MODEL
+        own = self._own_time(line, exact=record.end)
+        end = self.clock.place(own, line.read_at)
+        if end is None:
+            return self._problem(line, UNRESOLVED, spec_line=True)
+        # the record's start moves with its end: an interval keeps the length vLLM measured
         interval = Interval(
             key=SeriesKey(upstream=self.upstream, model_name=model, engine=record.engine, source="plugin"),
-            end=record.end,
-            start=record.start,
+            end=end,
+            start=record.start + (end - record.end),
             seconds=record.end - record.start,
+            logged_at=own,
             draft_tokens=record.draft_tokens,
             accepted_tokens=record.accepted_tokens,
             drafts=record.drafts,
@@ -185,16 +187,20 @@ class LogInterpreter:
         """Whether every draft holds k tokens under the config the log has announced so far."""
         return draft_length(self.config.method, self.config.server_version, self.config.variable_drafts)
 
-    def _time(self, line: RawLine, month_day_time: str) -> float:
-        if self.clock == "log":
-            if line.stream_stamp is not None:
-                stamp = parse_rfc3339(line.stream_stamp)
-                if stamp is not None:
-                    return stamp
-            stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)
+    def _own_time(self, line: RawLine, *, local: str | None = None, dated: str | None = None, exact: float | None = None) -> float | None:
+        """The line's own time: the container's stamp (exact), else what the line prints — a plugin
+        record's unix time, vLLM's local `MM-DD HH:MM:SS`, SGLang's local date and time."""
+        if line.stream_stamp is not None:
+            stamp = parse_rfc3339(line.stream_stamp)
             if stamp is not None:
                 return stamp
-        return line.read_at
+        if exact is not None:
+            return exact
+        if local is not None:
+            if self.clock.zone is None and self.clock.mode == "live":
+                self.clock.learn(local, line.read_at, "arrival")  # no file told its zone: a live line against its arrival
+            return self.clock.local(local, line.read_at)
+        return self.clock.dated(dated) if dated is not None else None
 
     def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine) -> LineOutcome:
         drafts: int | None
@@ -231,7 +237,10 @@ class LogInterpreter:
             else:
                 drafts, positions = rebuilt.drafts, rebuilt.accepted_per_position
                 drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high)
-        end = self._time(line, month_day_time)
+        own = self._own_time(line, local=month_day_time)
+        end = self.clock.place(own, line.read_at)
+        if end is None:
+            return self._problem(line, UNRESOLVED, spec_line=True)
         start = self._last_end.get(key)
         interval = Interval(
             key=key,
@@ -246,14 +255,15 @@ class LogInterpreter:
             drafts_range=drafts_range,
             variant=parsed.variant,
             emitted_tokens=emitted,
+            logged_at=own,
         )
         self._last_end[key] = end
         return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
 
     def _sglang(self, line: RawLine, parsed: SglangDecodeLine) -> LineOutcome:
-        at = line.read_at
-        if self.clock == "log":
-            at = parse_rfc3339(parsed.time.replace(" ", "T")) or at
+        at = self.clock.place(self._own_time(line, dated=parsed.time), line.read_at)
+        if at is None:
+            return self._problem(line, UNRESOLVED, spec_line=True)
         values = [("mean_acceptance_length", parsed.mean_acceptance_length)]
         if parsed.draft_acceptance_ratio is not None:
             values.append(("draft_acceptance_ratio", parsed.draft_acceptance_ratio))

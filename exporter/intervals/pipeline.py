@@ -11,8 +11,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from exporter.config import LogFormat
-from exporter.intervals.from_log import ClockMode, LogInterpreter
+from exporter.intervals.clock import ClockMode, LogClock, LogZone
+from exporter.intervals.from_log import LogInterpreter
 from exporter.parse.container import FrameDecoder, FramingError, detect_format
+from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import LineScanner, might_matter
 from exporter.records import RawLine, RecordSink, SourceStats
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
@@ -29,8 +31,9 @@ class LogPipeline:
         upstream: str,
         *,
         log_format: LogFormat = "auto",
-        clock: ClockMode = "arrival",
+        clock: ClockMode = "live",
         year_reference: float | None = None,
+        zone: LogZone | None = None,
         model_name: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         source_kind: str = "log",
@@ -43,7 +46,8 @@ class LogPipeline:
         self._split_too_long = 0  # over-long lines dropped while unwrapping container framing
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
-        self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
+        self.clock = LogClock(clock, zone, year_reference)
+        self.interpreter = LogInterpreter(upstream, clock=self.clock, model_name=model_name)
         # whole blocks through the batch path (exporter/intervals/batch.py): True for analyze; None
         # (serve) for blocks of a catch-up's size only — `--from-start`, a restart's backlog, a
         # burst — while the few lines of live following stay on the streaming path; False: never.
@@ -101,7 +105,7 @@ class LogPipeline:
                 spec += 1
                 last_spec = read_at
         if count:
-            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
+            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts, self.clock))
         return count
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
@@ -111,7 +115,7 @@ class LogPipeline:
         result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
         if count:
             last_spec = read_at if result.spec_lines else None
-            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, last_spec, self.interpreter.restarts)
+            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, last_spec, self.interpreter.restarts, self.clock)
             self.sink.update_source(self.upstream, update)
         return count
 
@@ -140,6 +144,16 @@ class LogPipeline:
                     self.sink.record_config(self.upstream, outcome.config)
         self.decoder.reset()
 
+    def learn_written(self, tail: bytes, modified: float) -> None:
+        """Learn the log's zone from its last stamped line (in `tail`, the file's last bytes) and the
+        file's modification time: when that line was written (intervals/clock.py)."""
+        for raw in reversed(tail.decode("utf-8", errors="replace").splitlines()):
+            envelope = parse_envelope(raw) if raw else None
+            if envelope is not None and envelope.month_day_time:
+                self.clock.learn_file(envelope.month_day_time, modified)
+                return
+        self.clock.year_reference = modified
+
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:
             self.sink.update_source(self.upstream, lambda stats: stats.problems.update({reason: n}))
@@ -150,9 +164,11 @@ class LogPipeline:
 
 
 def _add(
-    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int
+    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int,
+    clock: LogClock,
 ) -> Callable[[SourceStats], None]:
-    """What the lines of one block add to their upstream's counts."""
+    """What the lines of one block add to their upstream's counts, and the zone its clock reads them in."""
+    zone = clock.status(read_at)
 
     def update(stats: SourceStats) -> None:
         stats.up = True  # lines were just read from it (the source says when it is gone)
@@ -164,18 +180,21 @@ def _add(
         stats.last_success = read_at
         if last_spec is not None:
             stats.last_spec_line = last_spec
+        stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
 
     return update
 
 
 def pipelines_into(
-    sink: RecordSink, *, model_name: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    sink: RecordSink, *, model_name: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, zone: LogZone | None = None,
 ) -> Callable[..., LogPipeline]:
-    """The consumer factory the live sources are given: one arrival-clocked pipeline per upstream."""
+    """The consumer factory the live sources are given: one pipeline per upstream on the live clock
+    (a backlog on the log's own time, the live edge on arrival), in `zone` if forced."""
 
     def make(upstream: str, *, kind: str, log_format: LogFormat) -> LogPipeline:
         return LogPipeline(
-            sink, upstream, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes, source_kind=kind,
+            sink, upstream, log_format=log_format, clock="live", zone=zone, model_name=model_name, max_line_bytes=max_line_bytes,
+            source_kind=kind,
             batch=None,  # a catch-up's blocks (the follower reads up to 1 MiB at a time) take the batch path
         )
 

@@ -205,6 +205,9 @@ def snapshot_report(
                 "server_restarts": source.resets,
                 "scrape_duration_seconds": source.scrape_duration,
                 "labels": dict(source.extra_labels),
+                "log_zone": None if source.log_zone is None else {
+                    "zone": source.log_zone, "utc_offset_seconds": source.log_utc_offset, "from": source.log_zone_from,
+                },
             }
             for source in snapshot.sources
         ],

@@ -46,6 +46,9 @@ class SourceSnapshot:
     scrape_duration: float | None
     last_error: str | None
     extra_labels: Mapping[str, str]
+    log_zone: str | None = None
+    log_utc_offset: float | None = None
+    log_zone_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

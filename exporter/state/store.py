@@ -216,6 +216,9 @@ class Store:
                     scrape_duration=stats.scrape_duration,
                     last_error=stats.last_error,
                     extra_labels=dict(stats.extra_labels),
+                    log_zone=stats.log_zone,
+                    log_utc_offset=stats.log_utc_offset,
+                    log_zone_from=stats.log_zone_from,
                 )
                 for upstream, stats in sorted(self._sources.items())
             )
