@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import operator
-from datetime import datetime
 
 import pytest
 from hypothesis import given
@@ -14,7 +13,6 @@ from exporter.config import DEFAULT_COSTS, DraftCost, HealthThresholds, parse_du
 from exporter.judge.cost import speedup_curve
 from exporter.judge.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
 from exporter.judge.verdict import as_baseline, judge
-from exporter.intervals.clock import resolve_local as resolve_log_time
 from exporter.records import Interval, SeriesKey
 from exporter.state.window import RollingWindow, Totals
 
@@ -122,14 +120,6 @@ def test_durations():
     for bad in ("", "5x", "-1m", "0"):
         with pytest.raises(ValueError):
             parse_duration(bad)
-
-
-def test_year_comes_from_the_reference_across_new_year():
-    new_year = datetime(2027, 1, 1, 0, 5).timestamp()
-    assert resolve_log_time("12-31 23:59:50", new_year) == datetime(2026, 12, 31, 23, 59, 50).timestamp()
-    assert resolve_log_time("01-01 00:00:10", new_year) == datetime(2027, 1, 1, 0, 0, 10).timestamp()
-    assert resolve_log_time("02-29 12:00:00", datetime(2027, 6, 1).timestamp()) == datetime(2024, 2, 29, 12).timestamp()
-    assert resolve_log_time("13-45 99:00:00", new_year) is None
 
 
 curves = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=16).map(

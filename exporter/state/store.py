@@ -234,6 +234,12 @@ class Store:
             waiting = [{"key": key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
             return [*live, *waiting]
 
+    def memories_at(self) -> float | None:
+        """The latest interval any series' memory has seen, on the series' own clock (a catch-up moves
+        it by hours in a second; the state dir saves references when it has moved a minute)."""
+        with self._lock:
+            return max((s.memory.last_at for s in self._series.values() if s.memory.last_at is not None), default=None)
+
     def import_memories(self, entries: list[Any]) -> int:
         """Restore references saved by an earlier run (applied when each series reappears)."""
         restored = 0
