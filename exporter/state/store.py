@@ -2,6 +2,13 @@
 
 Sources write into it from their threads; the exporter and the status API read immutable
 snapshots of it, so one scrape always sees one consistent state.
+
+Two clocks, each for its own kind of question. The log's: every interval's `end`, set by the
+interval stage's one rule (intervals/clock.py: the line's own time while catching up, arrival at
+the live edge) — the judged window, the verdict's memory (references, spans, health since, the
+hold) run on it. The wall's (`clock`, about the sidecar itself): the named windows are evicted at
+the time of each read (the same unix-time axis, so a backlog's last minutes are the last minutes),
+`last_update` orders the series cap, and the sources' `last_success` and staleness are arrival.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ class Store:
         windows: Mapping[str, float] | None = None,
         *,
         max_series: int = 1000,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time,  # the wall: reads, series eviction (see the module's docstring)
         health: HealthMemory | None = None,
     ) -> None:
         self.health = health
