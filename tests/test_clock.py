@@ -118,6 +118,17 @@ def test_analyze_counts_a_stamp_it_cannot_resolve_and_never_puts_it_at_the_read_
     assert ends == [o.interval.end for o in outcomes if o.interval is not None] and NOW not in ends
 
 
+def test_serve_places_a_stamp_it_cannot_resolve_at_its_arrival_and_counts_it():
+    lines = [spec("11-30 10:00:00"), spec("02-30 10:00:10"), spec("11-30 10:00:20")]
+    streamed = LogInterpreter("log", clock=LogClock("live", LogZone(UTC, "flag")))
+    outcomes = [streamed.feed(RawLine("log", line, NOW)) for line in lines]
+    assert [o.problem.reason if o.problem else None for o in outcomes] == [None, UNRESOLVED, None]
+    assert [o.interval.end for o in outcomes if o.interval] == [datetime(2026, 11, 30, 10, tzinfo=UTC).timestamp(), NOW,
+                                                                 datetime(2026, 11, 30, 10, 0, 20, tzinfo=UTC).timestamp()]
+    batched = interpret_block(LogInterpreter("log", clock=LogClock("live", LogZone(UTC, "flag"))), lines, NOW)
+    assert batched.problems == {UNRESOLVED: 1} and batched.variants == {"V1-e": 3}
+
+
 zones = st.sampled_from([None, UTC, TOKYO, timezone(timedelta(hours=-5)), ZoneInfo("America/New_York"), ZoneInfo("Australia/Lord_Howe")])
 
 

@@ -200,8 +200,8 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
         pinned = (drafted[kept] % ks[kept] == 0) & (drafts == drafted[kept] // ks[kept])
         low, high = np.where(pinned, drafts, low), np.where(pinned, drafts, high)
     logged, ends = _times(interpreter.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
-    placed = ~np.isnan(ends)  # analyze cannot place a stamp it cannot resolve: a problem, as from_log says
-    _count(result.problems, UNRESOLVED, ~placed)
+    placed = ~np.isnan(ends)  # analyze cannot place a stamp it cannot resolve; serve places it at arrival
+    _count(result.problems, UNRESOLVED, np.isnan(logged) if interpreter.clock.local_known else ~placed)  # counted either way, as from_log
     _count(result.variants, VARIANT, placed)
     if not placed.all():
         kept, drafts, low, high, positions, logged, ends = (column[placed] for column in (kept, drafts, low, high, positions, logged, ends))
@@ -222,8 +222,7 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
 
 def _times(clock: LogClock, stamps: list[str], read_at: float) -> tuple[np.ndarray, np.ndarray]:
     """(each line's own time, the interval's time): the clock's per-line rule for a column (nan: none)."""
-    if clock.zone is None and clock.mode == "live":
-        clock.learn(stamps[0], read_at, "arrival")  # as from_log: a line against its arrival, when nothing told the zone
+    clock.learn_live(stamps[0], read_at)  # as from_log: a line against its arrival, when nothing told the zone
     logged = log_times(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
     return logged, clock.place_many(logged, read_at)
 

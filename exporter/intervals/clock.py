@@ -131,6 +131,13 @@ class LogClock:
     mode: ClockMode = "live"
     zone: LogZone | None = None  # None: not known yet (serve: arrival; analyze: the sidecar's zone)
     year_reference: float | None = None  # analyze: the file's modification time (else each line's arrival)
+    _tried_at: float | None = None  # the arrival last learned from: one try per read, not per line
+
+    def learn_live(self, month_day_time: str, read_at: float) -> None:
+        """serve with no zone yet: a line against its arrival (the first of each read)."""
+        if self.zone is None and self.mode == "live" and read_at != self._tried_at:
+            self._tried_at = read_at
+            self.learn(month_day_time, read_at, "arrival")
 
     @property
     def tz(self) -> tzinfo | None:

@@ -160,6 +160,10 @@ class LogInterpreter:
         )
         return LineOutcome(interval=interval, spec_line=True, variant=PLUGIN_VARIANT)
 
+    def _unresolved(self, line: RawLine, own: float | None) -> ParseProblem | None:
+        """serve placed a line whose stamp it could not resolve at its arrival: counted, never silent."""
+        return ParseProblem(self.upstream, UNRESOLVED, line.text) if own is None and self.clock.local_known else None
+
     def _problem(self, line: RawLine, reason: str, *, spec_line: bool) -> LineOutcome:
         return LineOutcome(problem=ParseProblem(self.upstream, reason, line.text), spec_line=spec_line)
 
@@ -197,8 +201,7 @@ class LogInterpreter:
         if exact is not None:
             return exact
         if local is not None:
-            if self.clock.zone is None and self.clock.mode == "live":
-                self.clock.learn(local, line.read_at, "arrival")  # no file told its zone: a live line against its arrival
+            self.clock.learn_live(local, line.read_at)  # no file told its zone: a live line against its arrival
             return self.clock.local(local, line.read_at)
         return self.clock.dated(dated) if dated is not None else None
 
@@ -258,17 +261,18 @@ class LogInterpreter:
             logged_at=own,
         )
         self._last_end[key] = end
-        return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant)
+        return LineOutcome(interval=interval, spec_line=True, variant=parsed.variant, problem=self._unresolved(line, own))
 
     def _sglang(self, line: RawLine, parsed: SglangDecodeLine) -> LineOutcome:
-        at = self.clock.place(self._own_time(line, dated=parsed.time), line.read_at)
+        own = self._own_time(line, dated=parsed.time)
+        at = self.clock.place(own, line.read_at)
         if at is None:
             return self._problem(line, UNRESOLVED, spec_line=True)
         values = [("mean_acceptance_length", parsed.mean_acceptance_length)]
         if parsed.draft_acceptance_ratio is not None:
             values.append(("draft_acceptance_ratio", parsed.draft_acceptance_ratio))
         sample = SampledValues(key=self.series(parsed.engine), at=at, values=tuple(values), variant=parsed.variant)
-        return LineOutcome(sample=sample, spec_line=True, variant=parsed.variant)
+        return LineOutcome(sample=sample, spec_line=True, variant=parsed.variant, problem=self._unresolved(line, own))
 
     def _seconds(self, parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
         """The interval's length: vLLM's own (A / accepted throughput) when printed, else line spacing."""
