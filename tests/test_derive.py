@@ -67,6 +67,18 @@ def test_a_window_whose_clock_ran_back_holds_only_the_new_timeline():
     assert window.totals(now=3610).accepted_tokens == 60
 
 
+def test_a_window_narrows_to_the_positions_it_holds_once_an_earlier_k_has_left():
+    """k 3 → 1 without a pause (a quick restart, or a backlog): the k = 3 intervals' positions leave with
+    them; zeros at positions 1–2 would read as drafted and never accepted (judged wasteful)."""
+    window = RollingWindow(60)
+    window.add(interval(10, 100, (50, 30, 10)))
+    window.add(interval(40, 100, (60,)))
+    assert window.totals(now=45).accepted_per_position == (110, 30, 10)  # both held: as wide as the widest
+    assert window.totals(now=75).accepted_per_position == (60,)  # the k = 3 interval left
+    window.add(interval(80, 100, (40, 20)))
+    assert window.totals(now=85).accepted_per_position == (100, 20)
+
+
 def test_identities_on_the_capture_ground_truth():
     rates = [0.615, 0.453, 0.405, 0.372, 0.346, 0.328, 0.310, 0.293]
     derived = derive(totals_for(rates), per_token(0.1))

@@ -162,9 +162,9 @@ def test_started_after_the_drop_serve_says_degraded_since_the_drop_as_analyze_do
 
 @pytest.mark.slow  # 3 days of log, read by serve and analyze
 def test_a_drop_that_recovered_and_a_change_of_k_agree(tmp_path):
-    k8 = replace(HEALTHY, rates=HEALTHY.rates[:8])
+    k4 = replace(HEALTHY, rates=HEALTHY.rates[:4])  # every position pays: ok, far from the wasteful line
     path = tmp_path / "vllm.log"
-    write(path, [Phase(0, HEALTHY), Phase(26 * HOUR, HEALTHY, factor=0.6), Phase(40 * HOUR, HEALTHY), Phase(60 * HOUR, k8, restart=True)], 72)
+    write(path, [Phase(0, HEALTHY), Phase(26 * HOUR, HEALTHY, factor=0.6), Phase(40 * HOUR, HEALTHY), Phase(60 * HOUR, k4, restart=True)], 72)
     offline = analyzed(path)
     assert offline["health"] in ("ok", "wasteful") and len(offline["unhealthy_spans"]) == 1 and len(offline["previous_references"]) == 1
     with serving(path) as (base, _):

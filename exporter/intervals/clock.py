@@ -191,8 +191,10 @@ class LogClock:
             return own
         return np.where(~np.isnan(own) & (read_at - own > CATCH_UP_SECONDS), own, read_at)
 
-    def status(self, at: float) -> tuple[str, float | None, str]:
-        """(zone, seconds east of UTC or None, how it was known) for the source's status."""
-        if self.zone is None:
-            return ("local", LogZone(None, "assumed").offset_at(at), "assumed") if self.mode == "log" else ("unknown", None, "not yet learned")
-        return self.zone.describe(), self.zone.offset_at(at), self.zone.how
+    def status(self, at: float | None) -> tuple[str, float | None, str]:
+        """(zone, its offset at `at` in seconds east of UTC — None: not known or no time given —, how it
+        was known) for the source's status."""
+        zone = self.zone or (LogZone(None, "assumed") if self.mode == "log" else None)
+        if zone is None:
+            return "unknown", None, "not yet learned"
+        return zone.describe(), None if at is None else zone.offset_at(at), zone.how

@@ -53,7 +53,8 @@ class LogPipeline:
         # burst — while the few lines of live following stay on the streaming path; False: never.
         # Both paths give the same Intervals (tests/test_batch_equivalence.py, tests/test_catchup.py).
         self.batch = batch
-        sink.update_source(upstream, lambda stats: None, kind=source_kind)
+        self._zoned = source_kind == "log"  # plugin records carry exact times: no zone to show
+        sink.update_source(upstream, self._zone_of(None), kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
         """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""
@@ -151,8 +152,20 @@ class LogPipeline:
             envelope = parse_envelope(raw) if raw else None
             if envelope is not None and envelope.month_day_time:
                 self.clock.learn_file(envelope.month_day_time, modified)
-                return
-        self.clock.year_reference = modified
+                break
+        else:
+            self.clock.year_reference = modified
+        self.sink.update_source(self.upstream, self._zone_of(modified))
+
+    def _zone_of(self, at: float | None) -> Callable[[SourceStats], None]:
+        """Post the zone the clock reads local stamps in (its offset at `at`; None: not said yet)."""
+        zone, offset, learned = self.clock.status(at)
+
+        def update(stats: SourceStats) -> None:
+            if self._zoned:
+                stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone, offset, learned
+
+        return update
 
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:
@@ -180,7 +193,8 @@ def _add(
         stats.last_success = read_at
         if last_spec is not None:
             stats.last_spec_line = last_spec
-        stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
+        if stats.kind == "log":
+            stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
 
     return update
 

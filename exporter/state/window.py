@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
@@ -91,6 +91,10 @@ class RollingWindow:
         self.seconds = seconds
         self._intervals: deque[Interval] = deque()
         self._totals = Totals()
+        # held intervals by how many positions they carry: once the wider ones (an earlier k) have
+        # left, the sums narrow to the widest held (the rest are zeros, and would read as positions
+        # that are drafted and never accepted: a k = 4 series judged wasteful at positions 4–14)
+        self._widths: Counter[int] = Counter()
 
     def add(self, interval: Interval) -> None:
         if self._intervals and interval.end < self._intervals[-1].end - self.seconds:
@@ -98,8 +102,10 @@ class RollingWindow:
             # is held ended "later" and would stay until the clock caught up; it is no longer recent
             self._intervals.clear()
             self._totals = Totals()
+            self._widths.clear()
         self._intervals.append(interval)
         self._totals = self._totals.plus(interval)
+        self._widths[len(interval.accepted_per_position)] += 1
 
     def add_columns(self, columns: IntervalColumns, intervals: list[Interval]) -> None:
         """add() for each interval of `columns` (given as records too), their sums added at once."""
@@ -112,11 +118,12 @@ class RollingWindow:
             return
         self._intervals.extend(intervals)
         self._totals = plus_columns(self._totals, columns)
+        self._widths.update(len(interval.accepted_per_position) for interval in intervals)
 
     def split(self, horizon: float) -> tuple[list[Interval], Totals, float | None]:
         """What the batch path's memory starts from: the intervals totals() would evict at `horizon`
         (those at the front that end at or before it), the sums of all held (A_i as wide as the
-        widest k seen until the window empties) and the end of the first that would stay."""
+        widest held) and the end of the first that would stay."""
         leaving = list(itertools.takewhile(lambda interval: interval.end <= horizon, self._intervals))
         staying = self._intervals[len(leaving)].end if len(leaving) < len(self._intervals) else None
         return leaving, self._totals, staying
@@ -128,8 +135,17 @@ class RollingWindow:
     def totals(self, now: float) -> Totals:
         """Totals of the intervals that ended after now − seconds (older ones are evicted)."""
         horizon = now - self.seconds
+        evicted = False
         while self._intervals and self._intervals[0].end <= horizon:
-            self._totals = self._totals.plus(self._intervals.popleft(), sign=-1)
+            leaving = self._intervals.popleft()
+            self._totals = self._totals.plus(leaving, sign=-1)
+            width = len(leaving.accepted_per_position)
+            self._widths[width] -= 1
+            if not self._widths[width]:
+                del self._widths[width]
+            evicted = True
+        if evicted and self._widths:
+            self._totals = _narrowed(self._totals, max(self._widths))
         if not self._intervals:
             if self._totals != _EMPTY:
                 self._totals = _EMPTY
@@ -141,6 +157,14 @@ class RollingWindow:
         if self._totals.start != start or self._totals.end != end:
             self._totals = replace(self._totals, start=start, end=end)
         return self._totals
+
+
+def _narrowed(totals: Totals, width: int) -> Totals:
+    """The sums without the positions past `width`, which no held interval carries (all zeros)."""
+    if len(totals.accepted_per_position) <= width and len(totals.draft_tokens_per_position) <= width:
+        return totals
+    return replace(totals, accepted_per_position=totals.accepted_per_position[:width],
+                   draft_tokens_per_position=totals.draft_tokens_per_position[:width])
 
 
 def plus_columns(totals: Totals, columns: IntervalColumns) -> Totals:
