@@ -54,7 +54,7 @@ class LogPipeline:
         # Both paths give the same Intervals (tests/test_batch_equivalence.py, tests/test_catchup.py).
         self.batch = batch
         self._zoned = source_kind == "log"  # plugin records carry exact times: no zone to show
-        sink.update_source(upstream, self._zone_of(None), kind=source_kind)
+        sink.update_source(upstream, lambda stats: _write_zone(stats, self._zone(None)), kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
         """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""
@@ -106,7 +106,7 @@ class LogPipeline:
                 spec += 1
                 last_spec = read_at
         if count:
-            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts, self.clock))
+            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts, self._zone(read_at)))
         return count
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
@@ -116,7 +116,8 @@ class LogPipeline:
         result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
         if count:
             last_spec = read_at if result.spec_lines else None
-            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, last_spec, self.interpreter.restarts, self.clock)
+            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, last_spec, self.interpreter.restarts,
+                          self._zone(read_at))
             self.sink.update_source(self.upstream, update)
         return count
 
@@ -155,17 +156,12 @@ class LogPipeline:
                 break
         else:
             self.clock.year_reference = modified
-        self.sink.update_source(self.upstream, self._zone_of(modified))
+        zone = self._zone(modified)
+        self.sink.update_source(self.upstream, lambda stats: _write_zone(stats, zone))
 
-    def _zone_of(self, at: float | None) -> Callable[[SourceStats], None]:
-        """Post the zone the clock reads local stamps in (its offset at `at`; None: not said yet)."""
-        zone, offset, learned = self.clock.status(at)
-
-        def update(stats: SourceStats) -> None:
-            if self._zoned:
-                stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone, offset, learned
-
-        return update
+    def _zone(self, at: float | None) -> tuple[str, float | None, str] | None:
+        """The zone the clock reads local stamps in, with its offset at `at`, for the source's status."""
+        return self.clock.status(at) if self._zoned else None
 
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:
@@ -178,12 +174,12 @@ class LogPipeline:
 
 def _add(
     count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int,
-    clock: LogClock,
+    zone: tuple[str, float | None, str] | None,
 ) -> Callable[[SourceStats], None]:
     """What the lines of one block add to their upstream's counts, and the zone its clock reads them in."""
-    zone = clock.status(read_at)
 
     def update(stats: SourceStats) -> None:
+        _write_zone(stats, zone)
         stats.up = True  # lines were just read from it (the source says when it is gone)
         stats.resets = max(stats.resets, restarts)
         stats.lines += count
@@ -193,10 +189,14 @@ def _add(
         stats.last_success = read_at
         if last_spec is not None:
             stats.last_spec_line = last_spec
-        if stats.kind == "log":
-            stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
 
     return update
+
+
+def _write_zone(stats: SourceStats, zone: tuple[str, float | None, str] | None) -> None:
+    """The one writer of a log source's zone fields (None: a plugin source, which has no zone)."""
+    if zone is not None:
+        stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
 
 
 def pipelines_into(
