@@ -149,7 +149,12 @@ def test_started_after_the_drop_serve_says_degraded_since_the_drop_as_analyze_do
     assert offline["health"] == "degraded" and start + 24 * HOUR <= offline["health_since"] <= start + 24 * HOUR + WINDOW
     with serving(path) as (base, _):
         served = caught_up(base, path)
-        metrics = metrics_of(base)
+        # the body is rebuilt in the background (--metrics-max-age): wait for one built after the catch-up
+        def whole() -> dict[str, float | None] | None:
+            found = metrics_of(base)
+            return found if found["drafts"] == offline["drafts"] else None
+
+        metrics = wait_until(whole, "a /metrics body built after the whole log was read")
     assert_serve_says_what_analyze_says(served, offline, path, tmp_path)
     judged = window(served, "5m")
     assert judged["reference"]["mean_acceptance_length"] == pytest.approx(2.78, abs=0.05)  # the healthy day, not the 96 h pooled
