@@ -14,7 +14,7 @@ from exporter.judge.cost import speedup_curve
 from exporter.judge.derive import conditional_acceptance, derive, expected_tokens_per_step, recommended_speculative_tokens
 from exporter.judge.verdict import as_baseline, judge
 from exporter.records import Interval, SeriesKey
-from exporter.state.window import RollingWindow, Totals
+from exporter.state.window import RollingWindow, Totals, minus_all
 
 KEY = SeriesKey("log", "m", "0", "log")
 
@@ -77,6 +77,27 @@ def test_a_window_narrows_to_the_positions_it_holds_once_an_earlier_k_has_left()
     assert window.totals(now=75).accepted_per_position == (60,)  # the k = 3 interval left
     window.add(interval(80, 100, (40, 20)))
     assert window.totals(now=85).accepted_per_position == (100, 20)
+
+
+@st.composite
+def windowed(draw: st.DrawFn) -> Interval:
+    k = draw(st.integers(0, 4))
+    drafts = draw(st.none() | st.integers(0, 500))
+    return Interval(
+        key=KEY, end=0.0, draft_tokens=draw(st.integers(0, 2000)), accepted_tokens=draw(st.integers(0, 2000)), drafts=drafts,
+        accepted_per_position=tuple(draw(st.lists(st.integers(0, 500), min_size=k, max_size=k))), k=draw(st.none() | st.just(k)),
+        drafts_range=draw(st.none() | st.tuples(st.integers(0, 9), st.integers(10, 20))),
+        draft_tokens_per_position=tuple(draw(st.lists(st.integers(0, 500), min_size=k, max_size=k))) if draw(st.booleans()) else (),
+        seconds=draw(st.none() | st.floats(0.0, 100.0)), emitted_tokens=draw(st.none() | st.integers(0, 3000)),
+    )
+
+
+@given(st.lists(windowed(), min_size=1, max_size=12), st.integers(0, 12))
+def test_a_window_takes_many_intervals_off_at_once_as_one_by_one(intervals, kept):
+    total = functools.reduce(lambda totals, i: totals.plus(i), intervals, Totals())
+    leaving = intervals[: max(1, len(intervals) - kept)]
+    one_by_one = functools.reduce(lambda totals, i: totals.plus(i, sign=-1), leaving, total)
+    assert minus_all(total, leaving) == one_by_one
 
 
 def test_identities_on_the_capture_ground_truth():
