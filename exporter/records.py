@@ -148,6 +148,7 @@ class SourceStats:
     truncations: int = 0
     last_success: float | None = None
     last_spec_line: float | None = None
+    last_spec_line_logged: float | None = None  # that line's own time: how far behind the live edge the source reads
     resets: int = 0  # counter resets (server restarts) seen
     scrape_duration: float | None = None
     last_error: str | None = None

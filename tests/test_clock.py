@@ -105,6 +105,17 @@ def test_a_file_tells_its_zone_from_its_mtime_and_a_backlog_lands_on_its_hours()
     assert series.lifetime.start == times[0] and series.windows["5m"].intervals == 30  # the log's last 5 min, not its hour "now"
     (source,) = store.snapshot().sources
     assert (source.log_zone, source.log_utc_offset, source.log_zone_from) == ("UTC+09:00", 9 * 3600, "file")
+    assert (source.last_spec_line, source.last_spec_line_logged) == (NOW + 1, times[-1])  # read at, and its own time
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_the_source_says_how_far_behind_it_reads(batch):
+    store = Store({"5m": 300.0}, clock=lambda: NOW)
+    pipeline = LogPipeline(store, "vllm.log", zone=parse_zone("+09:00"), batch=batch)
+    backlog = [spec(stamp_of(NOW - 7200 + 10 * i, TOKYO)) for i in range(100)]
+    pipeline.consume_block("\n".join(backlog).encode(), read_at=NOW)
+    (source,) = store.snapshot().sources
+    assert NOW - source.last_spec_line_logged == 7200 - 990  # two hours behind, less the backlog's span
 
 
 def test_analyze_counts_a_stamp_it_cannot_resolve_and_never_puts_it_at_the_read_time():

@@ -60,6 +60,17 @@ class BlockResult:
     variants: Counter[str] = field(default_factory=Counter)
     problems: Counter[str] = field(default_factory=Counter)
 
+    def last_logged(self) -> float | None:
+        """The own time of the block's last interval that has one (the source's status: how far behind)."""
+        for item in reversed(self.items):
+            if isinstance(item, IntervalColumns):
+                known = item.logged[~np.isnan(item.logged)]
+                if len(known):
+                    return float(known[-1])
+            elif item.interval is not None and item.interval.logged_at is not None:
+                return item.interval.logged_at
+        return None
+
 
 @dataclass
 class _Lines:

@@ -99,14 +99,15 @@ class LogPipeline:
         if framing_errors:
             problems["container_framing"] = framing_errors
         variants: Counter[str] = Counter()
-        last_spec: float | None = None
+        logged: float | None = None
         interpreter, upstream, sink = self.interpreter, self.upstream, self.sink
         for text, stamp in texts:  # the interpreter passes over lines without a marker at once
-            if interpreter.feed(RawLine(upstream, text, read_at, stamp)).deliver(sink, upstream, variants, problems):
-                spec += 1
-                last_spec = read_at
+            outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
+            spec += outcome.deliver(sink, upstream, variants, problems)
+            if outcome.interval is not None and outcome.interval.logged_at is not None:
+                logged = outcome.interval.logged_at
         if count:
-            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts, self._zone(read_at)))
+            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, logged, interpreter.restarts, self._zone(read_at)))
         return count
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
@@ -115,8 +116,7 @@ class LogPipeline:
 
         result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
         if count:
-            last_spec = read_at if result.spec_lines else None
-            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, last_spec, self.interpreter.restarts,
+            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, result.last_logged(), self.interpreter.restarts,
                           self._zone(read_at))
             self.sink.update_source(self.upstream, update)
         return count
@@ -173,10 +173,11 @@ class LogPipeline:
 
 
 def _add(
-    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int,
+    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, logged: float | None, restarts: int,
     zone: tuple[str, float | None, str] | None,
 ) -> Callable[[SourceStats], None]:
-    """What the lines of one block add to their upstream's counts, and the zone its clock reads them in."""
+    """What the lines of one block add to their upstream's counts, the own time of its last interval
+    (`logged`, None: none known) and the zone its clock reads them in."""
 
     def update(stats: SourceStats) -> None:
         _write_zone(stats, zone)
@@ -187,8 +188,10 @@ def _add(
         stats.problems.update(problems)
         stats.variants.update(variants)
         stats.last_success = read_at
-        if last_spec is not None:
-            stats.last_spec_line = last_spec
+        if spec:
+            stats.last_spec_line = read_at
+        if logged is not None:
+            stats.last_spec_line_logged = logged
 
     return update
 

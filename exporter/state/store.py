@@ -223,6 +223,7 @@ class Store:
                     scrape_duration=stats.scrape_duration,
                     last_error=stats.last_error,
                     extra_labels=dict(stats.extra_labels),
+                    last_spec_line_logged=stats.last_spec_line_logged,
                     log_zone=stats.log_zone,
                     log_utc_offset=stats.log_utc_offset,
                     log_zone_from=stats.log_zone_from,
