@@ -64,6 +64,7 @@ def test_the_zone_is_the_stamps_distance_from_the_wall_rounded_to_15_minutes(hou
 
 def test_a_distance_no_zone_has_is_an_old_line_not_a_zone():
     assert zone_from(NOW - 20 * 3600, NOW, "arrival") is None
+    assert zone_from(NOW + 9 * 3600 - 7 * 60, NOW, "file") is None  # 7 min off a quarter hour: written long before the mtime
 
 
 def test_the_sidecars_own_offset_keeps_its_zone_rules(monkeypatch):

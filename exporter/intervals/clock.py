@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 CATCH_UP_SECONDS = 60.0  # a line read this long after its own time is backlog (live lines lag a poll and a defer: ~2 s)
 ZONE_STEP_SECONDS = 900.0  # zones are whole quarter hours (UTC+5:45, +8:45 are the finest)
+# a line written when the file was last modified (or read as it arrived) is seconds from a whole
+# quarter hour; one minutes off is an older line (an idle server's last stats, then unstamped
+# access lines; a backlog on stdin): it teaches no zone
+ZONE_SLACK_SECONDS = 120.0
 EAST_LIMIT, WEST_LIMIT = 14 * 3600.0, -12 * 3600.0  # offsets outside these are no zone: a backlog, not a clock
 YEAR_SLACK_SECONDS = 86_400.0  # a stamp up to a day after its reference is still in the reference's year
 UNRESOLVED = "unresolved_time"  # the problem reason of a stamp that cannot be placed
@@ -85,9 +89,10 @@ def parse_zone(text: str) -> LogZone:
 def zone_from(naive: float, written_at: float, how: ZoneHow) -> LogZone | None:
     """The zone a stamp read as UTC (`naive`) was written in, if it was written at `written_at`:
     their difference rounded to 15 minutes; the sidecar's own zone where that is its offset then
-    (keeping its DST rules); None outside any zone (the line is old, not the clock)."""
+    (keeping its DST rules); None outside any zone or minutes off a quarter hour (the line is old,
+    not the clock)."""
     offset = round((naive - written_at) / ZONE_STEP_SECONDS) * ZONE_STEP_SECONDS
-    if not WEST_LIMIT <= offset <= EAST_LIMIT:
+    if not WEST_LIMIT <= offset <= EAST_LIMIT or abs(naive - written_at - offset) > ZONE_SLACK_SECONDS:
         return None
     local = LogZone(None, how)
     if local.offset_at(written_at) == offset:
