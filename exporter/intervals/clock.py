@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 CATCH_UP_SECONDS = 60.0  # a line read this long after its own time is backlog (live lines lag a poll and a defer: ~2 s)
 ZONE_STEP_SECONDS = 900.0  # zones are whole quarter hours (UTC+5:45, +8:45 are the finest)
 # a line written when the file was last modified (or read as it arrived) is seconds from a whole
-# quarter hour; one minutes off is an older line (an idle server's last stats, then unstamped
+# quarter hour; a line minutes off is an older one (an idle server's last stats, then unstamped
 # access lines; a backlog on stdin): it teaches no zone
 ZONE_SLACK_SECONDS = 120.0
 EAST_LIMIT, WEST_LIMIT = 14 * 3600.0, -12 * 3600.0  # offsets outside these are no zone: a backlog, not a clock
@@ -55,14 +55,9 @@ class LogZone:
         offset = moment.utcoffset()
         return offset.total_seconds() if offset is not None else 0.0
 
-    def describe(self, at: float | None = None) -> str:
-        name = "local" if self.tz is None else str(self.tz)
-        return name if at is None else f"{name} ({_offset_text(self.offset_at(at))})"
-
-
-def _offset_text(seconds: float) -> str:
-    sign, value = "+" if seconds >= 0 else "-", int(abs(seconds)) // 60
-    return f"UTC{sign}{value // 60:02d}:{value % 60:02d}"
+    def describe(self) -> str:
+        """`local`, `UTC`, `UTC+09:00` or the zone's name."""
+        return "local" if self.tz is None else str(self.tz)
 
 
 def parse_zone(text: str) -> LogZone:
