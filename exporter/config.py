@@ -157,6 +157,7 @@ class Settings:
     pairs: tuple[tuple[str, str], ...] = ()  # upstreams that are the same server: (target URL or plugin dir, log path or target URL)
     plugin_dirs: tuple[str, ...] = ()  # directories of our vLLM plugin's records
     from_start: bool = False
+    log_timezone: str | None = None  # --log-timezone: the zone of vLLM's local stamps (intervals/clock.py parse_zone); None: learned
     log_format: LogFormat = "auto"
     listen: str = DEFAULT_LISTEN
     windows: Mapping[str, float] = field(default_factory=dict)

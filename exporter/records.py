@@ -100,7 +100,7 @@ class Interval:
     """
 
     key: SeriesKey
-    end: float  # unix time
+    end: float  # unix time: the line's own time while catching up, its arrival at the live edge (intervals/clock.py)
     draft_tokens: int  # T
     accepted_tokens: int  # A (accepted prefix tokens, as vLLM V1 counts them)
     drafts: int | None  # D
@@ -112,6 +112,7 @@ class Interval:
     seconds: float | None = None  # how long the interval lasted, as the server measured it when printed
     draft_tokens_per_position: tuple[int, ...] = ()  # T_i, known only from the plugin's records
     emitted_tokens: int | None = None  # E, printed by V0 only: there A counts non-prefix acceptances, so L = E/D
+    logged_at: float | None = None  # the line's own time (container stamp, vLLM's local stamp in the log's zone, plugin record); None: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +149,14 @@ class SourceStats:
     truncations: int = 0
     last_success: float | None = None
     last_spec_line: float | None = None
+    last_spec_line_logged: float | None = None  # that line's own time: how far behind the live edge the source reads
     resets: int = 0  # counter resets (server restarts) seen
     scrape_duration: float | None = None
     last_error: str | None = None
     extra_labels: dict[str, str] = field(default_factory=dict)  # from a file_sd targets file
+    log_zone: str | None = None  # the zone its local stamps are read in (intervals/clock.py); None: not a log
+    log_utc_offset: float | None = None  # that zone's offset now, seconds east of UTC; None: not known yet
+    log_zone_from: str | None = None  # flag, file (mtime against the last line), arrival, assumed, not yet learned
 
 
 class HealthBoard(Protocol):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from strategies import prefix_counts
 from exporter.config import DeriveSettings
 from exporter.intervals.batch import interpret_block
 from exporter.intervals.batch_reconstruct import reconstruct_many
+from exporter.intervals.clock import LogClock, LogZone
 from exporter.intervals.from_log import LineOutcome, LogInterpreter
 from exporter.intervals.reconstruct import reconstruct
 from exporter.plugin.records import encode
@@ -156,17 +158,30 @@ def logs(draw: st.DrawFn) -> list[str]:
     return lines
 
 
+# serve in a known zone, reading at 01-01 00:30 there: the older lines are a backlog (their own
+# time), the last half hour's lines within a minute and the later ones take their arrival
+ZONED_READ_AT = datetime(2027, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=9))).timestamp()
+
+
+def _clock(clock: str) -> tuple[LogClock, float]:
+    if clock == "live-zoned":
+        return LogClock("live", LogZone(timezone(timedelta(hours=9)), "flag")), ZONED_READ_AT
+    return LogClock(clock, year_reference=YEAR_REFERENCE), 100.0  # type: ignore[arg-type]
+
+
 def _streaming(lines: list[str], clock: str) -> tuple[dict, Counter, int]:
-    interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
-    return _tally([interpreter.feed(RawLine("log", line, 100.0)) for line in lines])
+    log_clock, read_at = _clock(clock)
+    interpreter = LogInterpreter("log", clock=log_clock)
+    return _tally([interpreter.feed(RawLine("log", line, read_at)) for line in lines])
 
 
 def _batched(lines: list[str], cuts: list[int], clock: str) -> tuple[dict, Counter, int]:
-    interpreter = LogInterpreter("log", clock=clock, year_reference=YEAR_REFERENCE)  # type: ignore[arg-type]
+    log_clock, read_at = _clock(clock)
+    interpreter = LogInterpreter("log", clock=log_clock)
     items, counts, spec = [], Counter(), 0
     bounds = [0, *sorted(cut % (len(lines) + 1) for cut in cuts), len(lines)]
     for start, stop in itertools.pairwise(bounds):
-        result = interpret_block(interpreter, lines[start:stop], 100.0)
+        result = interpret_block(interpreter, lines[start:stop], read_at)
         items += result.items  # in order: a segment's columns come before the line after it
         counts.update({f"problem:{k}": v for k, v in result.problems.items()})
         counts.update({f"variant:{k}": v for k, v in result.variants.items()})
@@ -203,7 +218,9 @@ def _same_intervals(lines: list[str], cuts: list[int], clock: str) -> None:
         assert batched[key] == streamed[key], key  # Interval records, field by field, in order
 
 
-_CLOCKS = st.sampled_from(["log", "arrival"])  # "log": analyze's (times from the lines); "arrival": serve's (a catch-up read at one moment)
+# "log": analyze's (times from the lines); "live": serve's before it knows the zone (arrival);
+# "live-zoned": serve's in a known zone (a backlog on its own time joined to the live edge)
+_CLOCKS = st.sampled_from(["log", "live", "live-zoned"])
 _CUTS = st.lists(st.integers(0, 10_000), max_size=4)
 
 
@@ -278,7 +295,7 @@ def test_the_fast_path_takes_the_common_lines_and_pins_d_as_from_log_does():
     unpinned, _, _ = _batched(lines[1:], [], "log")  # no config: the method is unknown, D keeps its range
     assert {interval.drafts_range for intervals in unpinned.values() for interval in intervals} == {(5000, 5007)}
     streamed, _, _ = _streaming(lines, "log")
-    interpreter = LogInterpreter("log", clock="log", year_reference=YEAR_REFERENCE)
+    interpreter = LogInterpreter("log", clock=LogClock("log", year_reference=YEAR_REFERENCE))
     result = interpret_block(interpreter, lines, 100.0)
     columns = [item for item in result.items if not isinstance(item, LineOutcome)]
     assert sum(len(item) for item in columns) == 10  # the plain lines, iteration lines between them

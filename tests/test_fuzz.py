@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_parse_vllm_log import REFERENCE_LINES
 
+from exporter.intervals.clock import LogClock
 from exporter.intervals.from_log import LogInterpreter
 from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.parse.exposition import ExpositionError, parse_exposition
@@ -71,7 +72,7 @@ def check_interval(interval) -> None:  # type: ignore[no-untyped-def]
 @FUZZ
 @given(st.lists(st.one_of(mutated(SEEDS), st.text(max_size=200)), min_size=1, max_size=20))
 def test_log_interpreter_never_raises_and_values_are_physical(lines):
-    interpreter = LogInterpreter("fuzz", clock="log", year_reference=1796199535.0)
+    interpreter = LogInterpreter("fuzz", clock=LogClock("log", year_reference=1796199535.0))
     for text in lines:
         outcome = interpreter.feed(RawLine("fuzz", text, 1796199535.0))
         if outcome.interval is not None:

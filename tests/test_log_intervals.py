@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from exporter.intervals.clock import LogClock
 from exporter.intervals.from_log import LogInterpreter
 from exporter.records import RawLine
 
@@ -154,7 +155,7 @@ def test_problems_are_counted_by_reason_never_raised():
 
 def test_log_clock_takes_the_year_from_the_reference_and_container_time_wins():
     reference = datetime(2026, 12, 2, 9, 0, 0).timestamp()
-    interpreter = LogInterpreter("log", clock="log", year_reference=reference)
+    interpreter = LogInterpreter("log", clock=LogClock("log", year_reference=reference))
     line = v1e(30, 360, "1.50", "0.300, 0.150, 0.050, 0.000, 0.000, 0.000")  # 11-30 18:02:44
     interval = interpreter.feed(RawLine("log", line, read_at=time.time())).interval
     assert interval.end == datetime(2026, 11, 30, 18, 2, 44).timestamp()
@@ -168,7 +169,7 @@ def test_a_cut_json_record_is_truncated_and_a_whole_one_with_its_year_is_dated_b
               '"processName": "MainProcess", "process": 7, "message": "SpecDecoding metrics: Mean acceptance length: 1.80, '
               'Accepted throughput: 1.20 tokens/s, Drafted throughput: 1.50 tokens/s, Accepted: 12 tokens, Drafted: 15 tokens, '
               'Per-position acceptance rate: 0.533, 0.267, Avg Draft acceptance rate: 80.0%", "vllm_process_name": "APIServer"}')
-    interpreter = LogInterpreter("log", clock="log", year_reference=datetime(2026, 12, 3).timestamp())
+    interpreter = LogInterpreter("log", clock=LogClock("log", year_reference=datetime(2026, 12, 3).timestamp()))
     cut = interpreter.feed(RawLine("log", record[:260], read_at=time.time()))
     assert cut.problem is not None and cut.problem.reason == "truncated" and cut.interval is None
     whole = interpreter.feed(RawLine("log", record, read_at=time.time())).interval

@@ -76,7 +76,8 @@ def _columns(intervals: list[Interval]) -> IntervalColumns:
     width = max(len(i.accepted_per_position) for i in intervals)  # row i's A_i are its first k, as the batch path lays them out
 
     return IntervalColumns(
-        KEY, "V1-e", column("end", float), column("start", float), column("seconds", float), column("accepted_tokens"), column("draft_tokens"),
+        KEY, "V1-e", column("end", float), column("start", float), column("seconds", float),
+        np.array([np.nan if i.logged_at is None else i.logged_at for i in intervals]), column("accepted_tokens"), column("draft_tokens"),
         column("drafts"), np.array([i.drafts_range[0] for i in intervals]), np.array([i.drafts_range[1] for i in intervals]),  # type: ignore[index]
         column("k"), np.array([i.accepted_per_position + (0,) * (width - len(i.accepted_per_position)) for i in intervals], dtype=np.int64),
     )

@@ -129,6 +129,7 @@ def test_empty_state_and_dark_mode(browser, tmp_path):
         page.wait_for_selector("#empty:not([hidden])", timeout=20_000)
         assert "No spec-decode data yet" in page.inner_text("#empty")
         assert str(log) in page.inner_text("#empty-sources")
+        assert "stamps: zone not yet learned" in page.inner_text("#empty-sources")  # an empty file tells no zone
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(15, 17, 21)"  # the dark palette
         page.screenshot(path=str(ARTIFACTS / "status-page-empty-dark.png"))

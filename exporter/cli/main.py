@@ -55,7 +55,7 @@ def main(log_level: str) -> None:
 @derive_options
 def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, health_window: str, jobs: int | None,
                 reference_hold: str, reference_window: str, reference_min_drafts: int, config_path: str | None,
-                draft_token_cost: float | None, model_name: str | None, log_format: LogFormat) -> None:
+                draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None) -> None:
     """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
 
     PATHS are vLLM logs (plain, or .gz; `-` for stdin). Without PATHS a real vLLM 0.24.0 log
@@ -76,8 +76,11 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
     except (ConfigError, ValueError) as error:
         raise click.UsageError(str(error)) from None
     reference = ReferenceRule.of(*reference_rule_args(reference_hold, reference_window, reference_min_drafts))
+    from exporter.intervals.clock import parse_zone
+
+    zone = parse_zone(log_timezone) if log_timezone else None
     report = analyze(list(paths), settings, AnalyzeOptions(log_format=log_format, model_name=model_name, progress=progress, reference=reference,
-                                                               jobs=jobs))
+                                                               jobs=jobs, zone=zone))
     if plot:
         from exporter.report.plot import PlotUnavailable, plot_report
 
@@ -155,7 +158,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
           reference_min_drafts: int, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
           derived_windows: tuple[str, ...], speedup_candidates: str, conditional_gauges: bool, metrics_max_age: str,
           poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
-          draft_token_cost: float | None, model_name: str | None, log_format: LogFormat) -> None:
+          draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
     if not logs and not targets and not targets_file and not plugin_dirs:
         raise click.UsageError("nothing to read: give --log, --target, --targets-file or --vllm-plugin-dir")
@@ -200,7 +203,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         Settings(
             logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
             scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
-            state_dir=state_dir, web_config_file=web_config_file, from_start=from_start,
+            state_dir=state_dir, web_config_file=web_config_file, from_start=from_start, log_timezone=log_timezone,
             reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts,
             log_format=log_format, listen=listen, windows=window_map,
             poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,

@@ -57,7 +57,23 @@ def derive_options(func: F) -> F:
     func = option("--model-name", help="model_name label to use instead of the served model name found in the log.")(func)
     func = option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, envvar=INPUT_FORMAT_ENV, callback=legacy_log_format,
         help="Container framing of the log: docker json-file, Kubernetes CRI, plain, or detect per file.")(func)
+    func = option("--log-timezone", callback=_log_timezone, show_default="learned per file",
+        help="Zone of vLLM's local stamps: UTC, an offset (+09:00) or a zone name (Asia/Tokyo); without it, each file's "
+             "modification time against its last line tells the offset (live lines against their arrival), rounded to 15 min.")(func)
     return func
+
+
+def _log_timezone(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Checked here, so a bad zone is a usage error naming the flag; the commands parse it again (a string crosses config.py)."""
+    if value is None:
+        return None
+    from exporter.intervals.clock import parse_zone
+
+    try:
+        parse_zone(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--log-timezone") from None
+    return value.strip()
 
 
 def parse_windows(values: tuple[str, ...]) -> dict[str, float]:

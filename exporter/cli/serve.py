@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from exporter.config import Settings, parse_duration
 from exporter.expose.app import Source, create_app
 from exporter.expose.websecurity import WebSecurity
+from exporter.intervals.clock import parse_zone
 from exporter.intervals.pipeline import pipelines_into
 from exporter.intervals.scrapes import ScrapeInterpreter
 from exporter.judge.memory import health_memory
@@ -38,7 +39,8 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
     store = Store(settings.windows, max_series=settings.max_series, health=health_memory(settings.derive, rule, judged))
     store.pairs = list(settings.pairs)
     sources: list[Source] = []
-    pipelines = pipelines_into(store, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes)
+    zone = parse_zone(settings.log_timezone) if settings.log_timezone else None
+    pipelines = pipelines_into(store, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes, zone=zone)
     log_source: LogSource | None = None
     paths = [path for path in settings.logs if path != STDIN_UPSTREAM]
     if paths or settings.plugin_dirs:

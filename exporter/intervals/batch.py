@@ -29,6 +29,7 @@ import numpy as np
 
 from exporter.intervals.batch_reconstruct import reconstruct_many
 from exporter.intervals.batch_times import log_times
+from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.columns import ColumnSink, IntervalColumns
 from exporter.intervals.from_log import RATE_TOLERANCE_PERCENT, LineOutcome, LogInterpreter
 from exporter.intervals.reconstruct import reconstruct
@@ -59,6 +60,17 @@ class BlockResult:
     spec_lines: int = 0  # counted by the batch segments (outcomes count their own)
     variants: Counter[str] = field(default_factory=Counter)
     problems: Counter[str] = field(default_factory=Counter)
+
+    def last_logged(self) -> float | None:
+        """The own time of the block's last interval that has one (the source's status: how far behind)."""
+        for item in reversed(self.items):
+            if isinstance(item, IntervalColumns):
+                known = item.logged[~np.isnan(item.logged)]
+                if len(known):
+                    return float(known[-1])
+            elif item.interval is not None and item.interval.logged_at is not None:
+                return item.interval.logged_at
+        return None
 
 
 @dataclass
@@ -196,7 +208,6 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
                 drafts[at], low[at], high[at] = exact.drafts, exact.drafts_low, exact.drafts_high
                 positions[at, :k] = exact.accepted_per_position
     _count(result.problems, "reconstruction_failed", ~ok)
-    _count(result.variants, VARIANT, ok)
     kept = used[ok]
     if not len(kept):
         return
@@ -204,12 +215,16 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     if interpreter.draft_length().fixed:  # from_log: D = T/k closes the range when reconstruct chose T/k
         pinned = (drafted[kept] % ks[kept] == 0) & (drafts == drafted[kept] // ks[kept])
         low, high = np.where(pinned, drafts, low), np.where(pinned, drafts, high)
-    if interpreter.clock == "log":
-        stamps = [lines.stamps[i] for i in where[kept].tolist()]
-        ends = log_times(stamps, interpreter.year_reference or read_at, read_at)
-        interpreter.saw_undated(float(ends.max()))
-    else:
-        ends = np.full(len(kept), read_at)
+    logged, ends = _times(interpreter.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
+    placed = ~np.isnan(ends)  # analyze cannot place a stamp it cannot resolve; serve places it at arrival
+    _count(result.problems, UNRESOLVED, np.isnan(logged) if interpreter.clock.local_known else ~placed)  # counted either way, as from_log
+    _count(result.variants, VARIANT, placed)
+    if not placed.all():
+        kept, drafts, low, high, positions, logged, ends = (column[placed] for column in (kept, drafts, low, high, positions, logged, ends))
+        if not len(kept):
+            return
+    if interpreter.clock.mode == "log" and len(logged):
+        interpreter.saw_undated(float(np.nanmax(logged)))
     for name in dict.fromkeys(engines[kept].tolist()):
         mine = np.flatnonzero(engines[kept] == name)
         key = interpreter.series(name)
@@ -217,10 +232,17 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
         previous = interpreter.advance(key, float(ends[mine][-1]))
         starts = np.concatenate(([np.nan if previous is None else previous], ends[mine][:-1]))
         result.items.append(IntervalColumns.build(
-            key=key, variant=VARIANT, ends=ends[mine], starts=starts, accepted=accepted[rows], draft_tokens=drafted[rows],
+            key=key, variant=VARIANT, ends=ends[mine], starts=starts, logged=logged[mine], accepted=accepted[rows], draft_tokens=drafted[rows],
             throughput=throughput_value[rows], drafts=drafts[mine], low=low[mine], high=high[mine], ks=ks[rows],
             positions=positions[mine],
         ))
+
+
+def _times(clock: LogClock, stamps: list[str], read_at: float) -> tuple[np.ndarray, np.ndarray]:
+    """(each line's own time, the interval's time): the clock's per-line rule for a column (nan: none)."""
+    clock.learn_live(stamps[0], read_at)  # as from_log: a line against its arrival, when nothing told the zone
+    logged = log_times(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
+    return logged, clock.place_many(logged, read_at)
 
 
 def _count(counter: Counter[str], name: str, mask: np.ndarray) -> None:

@@ -24,6 +24,7 @@ class IntervalColumns:
     ends: np.ndarray
     starts: np.ndarray  # nan: unknown
     seconds: np.ndarray  # nan: unknown
+    logged: np.ndarray  # each line's own time (Interval.logged_at); nan: unknown
     accepted: np.ndarray
     draft_tokens: np.ndarray
     drafts: np.ndarray
@@ -33,19 +34,20 @@ class IntervalColumns:
     positions: np.ndarray  # (n, width ≥ k); row i's A_i are its first ks[i]
 
     @classmethod
-    def build(cls, *, key: SeriesKey, variant: str, ends: np.ndarray, starts: np.ndarray, accepted: np.ndarray, draft_tokens: np.ndarray,
-              throughput: np.ndarray, drafts: np.ndarray, low: np.ndarray, high: np.ndarray, ks: np.ndarray, positions: np.ndarray) -> IntervalColumns:
+    def build(cls, *, key: SeriesKey, variant: str, ends: np.ndarray, starts: np.ndarray, logged: np.ndarray, accepted: np.ndarray,
+              draft_tokens: np.ndarray, throughput: np.ndarray, drafts: np.ndarray, low: np.ndarray, high: np.ndarray, ks: np.ndarray,
+              positions: np.ndarray) -> IntervalColumns:
         """The interval's length as LogInterpreter._seconds takes it: A / accepted throughput, else line spacing."""
         with np.errstate(divide="ignore", invalid="ignore"):
             printed = (throughput > 0) & (throughput < np.inf) & (accepted > 0)
             spacing = np.where(~np.isnan(starts) & (ends > starts), ends - starts, np.nan)
             seconds = np.where(printed, accepted / throughput, spacing)
-        return cls(key, variant, ends, starts, seconds, accepted, draft_tokens, drafts, low, high, ks, positions[:, : int(ks.max())])
+        return cls(key, variant, ends, starts, seconds, logged, accepted, draft_tokens, drafts, low, high, ks, positions[:, : int(ks.max())])
 
     def rows(self, first: int, stop: int) -> IntervalColumns:
         """Rows first … stop − 1."""
         cut = slice(first, stop)
-        return IntervalColumns(self.key, self.variant, self.ends[cut], self.starts[cut], self.seconds[cut], self.accepted[cut],
+        return IntervalColumns(self.key, self.variant, self.ends[cut], self.starts[cut], self.seconds[cut], self.logged[cut], self.accepted[cut],
                                self.draft_tokens[cut], self.drafts[cut], self.low[cut], self.high[cut], self.ks[cut], self.positions[cut])
 
     def __len__(self) -> int:
@@ -57,11 +59,12 @@ class IntervalColumns:
             return [None if math.isnan(value) else value for value in values[first:stop].tolist()]
 
         rows = zip(*(column[first:stop].tolist() for column in (self.ends, self.draft_tokens, self.accepted, self.drafts, self.positions, self.ks,
-                                                                 self.low, self.high)), known(self.starts), known(self.seconds), strict=True)
+                                                                 self.low, self.high)), known(self.starts), known(self.seconds),
+                   known(self.logged), strict=True)
         return [
             Interval(key=self.key, end=end, start=start, seconds=seconds, draft_tokens=t, accepted_tokens=a, drafts=d,
-                     accepted_per_position=tuple(positions[:k]), k=k, drafts_range=(low, high), variant=self.variant)
-            for end, t, a, d, positions, k, low, high, start, seconds in rows
+                     accepted_per_position=tuple(positions[:k]), k=k, drafts_range=(low, high), variant=self.variant, logged_at=logged)
+            for end, t, a, d, positions, k, low, high, start, seconds, logged in rows
         ]
 
     def sums(self) -> ColumnSums:

@@ -16,15 +16,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
+from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
 from exporter.parse.envelope import parse_bare, parse_envelope, split_records, strip_ansi
 from exporter.parse.json_log import looks_like_json_record
 from exporter.parse.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
-from exporter.parse.timestamps import parse_rfc3339, resolve_log_time
+from exporter.parse.timestamps import parse_rfc3339
 from exporter.parse.vllm_log import (
     SPEC_MARKERS,
     TRUNCATED,
@@ -45,9 +45,6 @@ UNKNOWN_MODEL = "unknown"
 PLUGIN_VARIANT = f"plugin-v{PLUGIN_RECORD_VERSION}"  # the `format` label of plugin records
 DEFAULT_ENGINE = "0"
 RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
-
-
-ClockMode = Literal["log", "arrival"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +83,7 @@ class LogInterpreter:
     """Stateful line → Interval conversion for one upstream (one log path or stdin)."""
 
     upstream: str
-    clock: ClockMode = "arrival"
-    year_reference: float | None = None  # for clock="log": the file's mtime
+    clock: LogClock = field(default_factory=LogClock)  # what time each interval takes (intervals/clock.py)
     model_name: str | None = None  # forces model_name instead of the one found in the log
     config: SpecConfig = field(default_factory=SpecConfig)
     _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
@@ -128,7 +124,7 @@ class LogInterpreter:
         except SpecLineError as error:
             return self._problem(line, error.reason, spec_line=True)
         if parsed is not None:
-            return self._spec(line, envelope.pid, envelope.dated or envelope.month_day_time, parsed)
+            return self._spec(line, envelope.pid, envelope.month_day_time, parsed, envelope.dated)
         marker = parse_engine_marker(message)
         if marker is not None:
             self._engine_by_pid[envelope.pid] = marker.engine
@@ -182,11 +178,17 @@ class LogInterpreter:
         if record is None:
             return _NOTHING  # a record kind from a newer plugin: skipped, not an error
         model = self.model_name or record.model_name or self.config.served_model_name or self.config.model or UNKNOWN_MODEL
+        own = self._own_time(line, exact=record.end)
+        end = self.clock.place(own, line.read_at)
+        if end is None:
+            return self._problem(line, UNRESOLVED, spec_line=True)
+        # the record's start moves with its end: an interval keeps the length vLLM measured
         interval = Interval(
             key=SeriesKey(upstream=self.upstream, model_name=model, engine=record.engine, source="plugin"),
-            end=record.end,
-            start=record.start,
+            end=end,
+            start=record.start + (end - record.end),
             seconds=record.end - record.start,
+            logged_at=own,
             draft_tokens=record.draft_tokens,
             accepted_tokens=record.accepted_tokens,
             drafts=record.drafts,
@@ -197,6 +199,10 @@ class LogInterpreter:
             variant=PLUGIN_VARIANT,
         )
         return LineOutcome(interval=interval, spec_line=True, variant=PLUGIN_VARIANT)
+
+    def _unresolved(self, line: RawLine, own: float | None) -> ParseProblem | None:
+        """serve placed a line whose stamp it could not resolve at its arrival: counted, never silent."""
+        return ParseProblem(self.upstream, UNRESOLVED, line.text) if own is None and self.clock.local_known else None
 
     def _problem(self, line: RawLine, reason: str, *, spec_line: bool) -> LineOutcome:
         return LineOutcome(problem=ParseProblem(self.upstream, reason, line.text), spec_line=spec_line)
@@ -230,24 +236,31 @@ class LogInterpreter:
         """Whether every draft holds k tokens under the config the log has announced so far."""
         return draft_length(self.config.method, self.config.server_version, self.config.variable_drafts)
 
-    def _time(self, line: RawLine, month_day_time: str) -> float:
-        if self.clock == "log":
-            if line.stream_stamp is not None:
-                stamp = parse_rfc3339(line.stream_stamp)
-                if stamp is not None:
-                    return stamp
-            if len(month_day_time) > 14:  # the line printed its year (JSON asctime, a log store's stamp)
-                stamp = parse_rfc3339(month_day_time)
-                if stamp is not None:
-                    return stamp
-            stamp = resolve_log_time(month_day_time, self.year_reference or line.read_at)
+    def _own_time(self, line: RawLine, *, local: str | None = None, dated: str | None = None, exact: float | None = None) -> float | None:
+        """The line's own time: the container's stamp (exact), else what the line prints — a plugin
+        record's unix time, a dated stamp (JSON asctime, a log store's prefix; its own zone if it
+        prints one), vLLM's local `MM-DD HH:MM:SS`, SGLang's local date and time."""
+        if line.stream_stamp is not None:
+            stamp = parse_rfc3339(line.stream_stamp)
             if stamp is not None:
                 self.saw_undated(stamp)
                 return stamp
+        if exact is not None:
+            return exact
+        if dated is not None:
+            return self.clock.dated(dated)
+        if local is None:
+            return None
+        if not local:  # a message-only line with no stamp at all: its arrival is all there is (the report says so)
             self.unstamped += 1
-        return line.read_at
+            return line.read_at
+        self.clock.learn_live(local, line.read_at)  # no file told its zone: a live line against its arrival
+        stamp = self.clock.local(local, line.read_at)
+        if stamp is not None:
+            self.saw_undated(stamp)
+        return stamp
 
-    def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine) -> LineOutcome:
+    def _spec(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine, dated: str | None = None) -> LineOutcome:
         drafts: int | None
         k: int | None
         drafts_range: tuple[int, int] | None
@@ -290,7 +303,10 @@ class LogInterpreter:
             else:
                 drafts, positions = rebuilt.drafts, rebuilt.accepted_per_position
                 drafts_range = (rebuilt.drafts_low, rebuilt.drafts_high)
-        end = self._time(line, month_day_time)
+        own = self._own_time(line, local=month_day_time, dated=dated)
+        end = self.clock.place(own, line.read_at)
+        if end is None:
+            return self._problem(line, UNRESOLVED, spec_line=True)
         start = None if new_run else self._last_end.get(key)  # a V0 run's first line counts from the server's start
         interval = Interval(
             key=key,
@@ -305,19 +321,21 @@ class LogInterpreter:
             drafts_range=drafts_range,
             variant=parsed.variant,
             emitted_tokens=emitted,
+            logged_at=own,
         )
         self._last_end[key] = end
-        return LineOutcome(interval=interval, config=config, spec_line=True, variant=parsed.variant)
+        return LineOutcome(interval=interval, config=config, spec_line=True, variant=parsed.variant, problem=self._unresolved(line, own))
 
     def _sglang(self, line: RawLine, parsed: SglangDecodeLine) -> LineOutcome:
-        at = line.read_at
-        if self.clock == "log":
-            at = parse_rfc3339(parsed.time.replace(" ", "T")) or at
+        own = self._own_time(line, dated=parsed.time)
+        at = self.clock.place(own, line.read_at)
+        if at is None:
+            return self._problem(line, UNRESOLVED, spec_line=True)
         values = [("mean_acceptance_length", parsed.mean_acceptance_length)]
         if parsed.draft_acceptance_ratio is not None:
             values.append(("draft_acceptance_ratio", parsed.draft_acceptance_ratio))
         sample = SampledValues(key=self.series(parsed.engine), at=at, values=tuple(values), variant=parsed.variant)
-        return LineOutcome(sample=sample, spec_line=True, variant=parsed.variant)
+        return LineOutcome(sample=sample, spec_line=True, variant=parsed.variant, problem=self._unresolved(line, own))
 
     def _seconds(self, parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
         """The interval's length: vLLM's own (A / accepted throughput) when printed, else line spacing."""

@@ -11,8 +11,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from exporter.config import LogFormat
-from exporter.intervals.from_log import ClockMode, LogInterpreter
+from exporter.intervals.clock import ClockMode, LogClock, LogZone
+from exporter.intervals.from_log import LogInterpreter
 from exporter.parse.container import FrameDecoder, FramingError, detect_format
+from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import LineScanner, might_matter
 from exporter.records import RawLine, RecordSink, SourceStats
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
@@ -29,8 +31,9 @@ class LogPipeline:
         upstream: str,
         *,
         log_format: LogFormat = "auto",
-        clock: ClockMode = "arrival",
+        clock: ClockMode = "live",
         year_reference: float | None = None,
+        zone: LogZone | None = None,
         model_name: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         source_kind: str = "log",
@@ -43,13 +46,15 @@ class LogPipeline:
         self._split_too_long = 0  # over-long lines dropped while unwrapping container framing
         self.upstream = upstream
         self.decoder = FrameDecoder(log_format)
-        self.interpreter = LogInterpreter(upstream, clock=clock, year_reference=year_reference, model_name=model_name)
+        self.clock = LogClock(clock, zone, year_reference)
+        self.interpreter = LogInterpreter(upstream, clock=self.clock, model_name=model_name)
         # whole blocks through the batch path (exporter/intervals/batch.py): True for analyze; None
         # (serve) for blocks of a catch-up's size only — `--from-start`, a restart's backlog, a
         # burst — while the few lines of live following stay on the streaming path; False: never.
         # Both paths give the same Intervals (tests/test_batch_equivalence.py, tests/test_catchup.py).
         self.batch = batch
-        sink.update_source(upstream, lambda stats: None, kind=source_kind)
+        self._zoned = source_kind == "log"  # plugin records carry exact times: no zone to show
+        sink.update_source(upstream, lambda stats: _write_zone(stats, self._zone(None)), kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
         """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""
@@ -94,15 +99,15 @@ class LogPipeline:
         if framing_errors:
             problems["container_framing"] = framing_errors
         variants: Counter[str] = Counter()
-        last_spec: float | None = None
+        logged: float | None = None
         interpreter, upstream, sink = self.interpreter, self.upstream, self.sink
         for text, stamp in texts:  # the interpreter passes over lines without a marker at once
-            found = interpreter.feed(RawLine(upstream, text, read_at, stamp)).deliver(sink, upstream, variants, problems)
-            if found:
-                spec += found
-                last_spec = read_at
+            outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
+            spec += outcome.deliver(sink, upstream, variants, problems)
+            if outcome.interval is not None and outcome.interval.logged_at is not None:
+                logged = outcome.interval.logged_at
         if count:
-            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, last_spec, interpreter.restarts))
+            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, logged, interpreter.restarts, self._zone(read_at)))
         return count
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
@@ -111,8 +116,8 @@ class LogPipeline:
 
         result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
         if count:
-            last_spec = read_at if result.spec_lines else None
-            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, last_spec, self.interpreter.restarts)
+            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, result.last_logged(), self.interpreter.restarts,
+                          self._zone(read_at))
             self.sink.update_source(self.upstream, update)
         return count
 
@@ -142,6 +147,23 @@ class LogPipeline:
         self.decoder.reset()
         self.interpreter.joined_mid_run()
 
+    def learn_written(self, tail: bytes, modified: float) -> None:
+        """Learn the log's zone from its last stamped line (in `tail`, the file's last bytes) and the
+        file's modification time: when that line was written (intervals/clock.py)."""
+        for raw in reversed(tail.decode("utf-8", errors="replace").splitlines()):
+            envelope = parse_envelope(raw) if raw else None
+            if envelope is not None and envelope.month_day_time:
+                self.clock.learn_file(envelope.month_day_time, modified)
+                break
+        else:
+            self.clock.year_reference = modified
+        zone = self._zone(modified)
+        self.sink.update_source(self.upstream, lambda stats: _write_zone(stats, zone))
+
+    def _zone(self, at: float | None) -> tuple[str, float | None, str] | None:
+        """The zone the clock reads local stamps in, with its offset at `at`, for the source's status."""
+        return self.clock.status(at) if self._zoned else None
+
     def count_problem(self, reason: str, n: int = 1) -> None:
         if n:
             self.sink.update_source(self.upstream, lambda stats: stats.problems.update({reason: n}))
@@ -152,11 +174,14 @@ class LogPipeline:
 
 
 def _add(
-    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, last_spec: float | None, restarts: int
+    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, logged: float | None, restarts: int,
+    zone: tuple[str, float | None, str] | None,
 ) -> Callable[[SourceStats], None]:
-    """What the lines of one block add to their upstream's counts."""
+    """What the lines of one block add to their upstream's counts, the own time of its last interval
+    (`logged`, None: none known) and the zone its clock reads them in."""
 
     def update(stats: SourceStats) -> None:
+        _write_zone(stats, zone)
         stats.up = True  # lines were just read from it (the source says when it is gone)
         stats.resets = max(stats.resets, restarts)
         stats.lines += count
@@ -164,20 +189,30 @@ def _add(
         stats.problems.update(problems)
         stats.variants.update(variants)
         stats.last_success = read_at
-        if last_spec is not None:
-            stats.last_spec_line = last_spec
+        if spec:
+            stats.last_spec_line = read_at
+        if logged is not None:
+            stats.last_spec_line_logged = logged
 
     return update
 
 
+def _write_zone(stats: SourceStats, zone: tuple[str, float | None, str] | None) -> None:
+    """The one writer of a log source's zone fields (None: a plugin source, which has no zone)."""
+    if zone is not None:
+        stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
+
+
 def pipelines_into(
-    sink: RecordSink, *, model_name: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    sink: RecordSink, *, model_name: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, zone: LogZone | None = None,
 ) -> Callable[..., LogPipeline]:
-    """The consumer factory the live sources are given: one arrival-clocked pipeline per upstream."""
+    """The consumer factory the live sources are given: one pipeline per upstream on the live clock
+    (a backlog on the log's own time, the live edge on arrival), in `zone` if forced."""
 
     def make(upstream: str, *, kind: str, log_format: LogFormat) -> LogPipeline:
         return LogPipeline(
-            sink, upstream, log_format=log_format, clock="arrival", model_name=model_name, max_line_bytes=max_line_bytes, source_kind=kind,
+            sink, upstream, log_format=log_format, clock="live", zone=zone, model_name=model_name, max_line_bytes=max_line_bytes,
+            source_kind=kind,
             batch=None,  # a catch-up's blocks (the follower reads up to 1 MiB at a time) take the batch path
         )
 

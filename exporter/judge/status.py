@@ -228,10 +228,15 @@ def snapshot_report(
                 "truncations": source.truncations,
                 "last_success": source.last_success,
                 "last_spec_line": source.last_spec_line,
+                # that line's own time: far behind last_spec_line (the read) while catching up a backlog
+                "last_spec_line_logged": source.last_spec_line_logged,
                 "last_error": source.last_error,
                 "server_restarts": source.resets,
                 "scrape_duration_seconds": source.scrape_duration,
                 "labels": dict(source.extra_labels),
+                "log_zone": None if source.log_zone is None else {
+                    "zone": source.log_zone, "utc_offset_seconds": source.log_utc_offset, "from": source.log_zone_from,
+                },
             }
             for source in snapshot.sources
         ],

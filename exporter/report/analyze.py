@@ -2,8 +2,10 @@
 
 Files are read in 4 MiB binary chunks (gzip by extension), so memory stays constant on any file
 size; a progress bar shows on a TTY. Each PATH is its own upstream, so several files are read
-at once by as many processes as there are cores. Log timestamps carry no year: it comes from
-each file's modification time.
+at once by as many processes as there are cores. Log timestamps carry no year and no zone: the
+year comes from each file's modification time, the zone from that time against the file's last
+line (intervals/clock.py), unless `--log-timezone` says it; a .gz or stdin is read in the zone
+analyze runs in.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any, Self, cast
 
 from exporter.config import DeriveSettings, LogFormat, parse_duration
+from exporter.intervals.clock import LogZone, year_unknown_reason
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
-from exporter.parse.timestamps import year_unknown_reason
 from exporter.state.reference import ReferenceRule
 from exporter.state.snapshot import Snapshot, merged
 from exporter.state.store import Store
@@ -47,6 +49,7 @@ class AnalyzeOptions:
     reference: ReferenceRule = field(default_factory=ReferenceRule)  # the verdict's memory, run on the log's own clock
     batch: bool | None = True  # blocks of lines at once (exporter/intervals/batch.py); False: line by line, as live following
     jobs: int | None = None  # files read in parallel, each by its own process; None: one per core
+    zone: LogZone | None = None  # the zone of the logs' local stamps (--log-timezone); None: learned per file
 
 
 @contextlib.contextmanager
@@ -132,9 +135,11 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bo
     (and whether the year is what is missing)."""
     with _open(path) as (reader, raw, size, mtime):
         pipeline = LogPipeline(
-            store, path, log_format=options.log_format, clock="log", year_reference=mtime, model_name=options.model_name,
+            store, path, log_format=options.log_format, clock="log", year_reference=mtime, zone=options.zone, model_name=options.model_name,
             max_line_bytes=options.max_line_bytes, batch=options.batch,
         )
+        if reader is raw and path != "-":
+            pipeline.learn_written(_tail(raw, size), mtime)
         read_at = time.time()
         with _progress_bar(path, size, options) as bar:
             position = 0
@@ -152,6 +157,17 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bo
     what = "the time it is read" if path == "-" else "the file's modification time"
     reason = None if interpreter.last_undated is None else year_unknown_reason(interpreter.last_undated, mtime, what)
     return None if reason is None else (reason, False)
+
+
+TAIL_BYTES = 64 << 10  # where the last stamped line of a file is looked for
+
+
+def _tail(raw: IO[bytes], size: int) -> bytes:
+    """The file's last bytes (its last whole lines), the read position left at the start."""
+    raw.seek(max(0, size - TAIL_BYTES))
+    tail = raw.read(TAIL_BYTES)
+    raw.seek(0)
+    return tail if size <= TAIL_BYTES else tail.split(b"\n", 1)[-1]
 
 
 def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions) -> dict[str, Any]:

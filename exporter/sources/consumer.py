@@ -31,6 +31,10 @@ class LogConsumer(Protocol):
 
     def learn_config(self, lines: Iterable[str]) -> None: ...
 
+    def learn_written(self, tail: bytes, modified: float) -> None:
+        """The file's last bytes and modification time, when it is opened: the log's zone."""
+        ...
+
     def file_replaced(self) -> None: ...
 
 

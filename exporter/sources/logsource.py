@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 PRIME_BYTES = 1 << 20
 DEFER_BYTES = 4 << 20  # a catch-up is interpreted as it is read, not held in memory
+ZONE_TAIL_BYTES = 64 << 10  # where a file's last stamped line is looked for
 PLUGIN_FILES = "*.jsonl"  # what exporter/plugin/writer.py names its files
 _PRIME_MARKERS = ("non-default args", "LLM engine", "server version ", "  version ")
 
@@ -211,6 +212,8 @@ class LogSource:
         )
         if start_at_end or resume is not None:
             self._prime(path, pipeline)
+        if plugin_dir is None:
+            self._learn_zone(path, pipeline)
         log.info("following log path=%s from=%s", path, "saved position" if resume else "end" if start_at_end else "start")
         return followed, pipeline
 
@@ -224,6 +227,20 @@ class LogSource:
             return
         lines = head.decode("utf-8", errors="replace").splitlines()
         pipeline.learn_config(raw for raw in lines if any(marker in raw for marker in _PRIME_MARKERS))
+
+    @staticmethod
+    def _learn_zone(path: str, pipeline: LogConsumer) -> None:
+        """Hand the consumer the file's last bytes and modification time: when its last line was
+        written, which tells the zone of its stamps (intervals/clock.py)."""
+        try:
+            with open(path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                handle.seek(max(0, stat.st_size - ZONE_TAIL_BYTES))
+                tail = handle.read(ZONE_TAIL_BYTES)
+        except OSError:
+            return  # not there yet: its first live lines tell the zone
+        if tail:
+            pipeline.learn_written(tail if stat.st_size <= ZONE_TAIL_BYTES else tail.split(b"\n", 1)[-1], stat.st_mtime)
 
     def _report(self, fed: set[str]) -> None:
         """Post each upstream's health once, summed over its files — when it may have changed.

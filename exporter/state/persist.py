@@ -32,6 +32,8 @@ VERSION = 1
 FILENAME = "state.json"
 REFERENCES = "references.json"  # apart: larger (hourly buckets per series), and saved at most once a minute
 REFERENCES_EVERY = 60.0  # a reference pools a day: a minute of it lost in a crash changes nothing
+# ... a minute of wall time, or of the memories' own clock: a catch-up reads hours of log in a second,
+# and a crash after it must not lose the hours (the positions saved beside them are past them)
 
 
 def load(directory: str, filename: str = FILENAME) -> dict[str, Any]:
@@ -90,13 +92,16 @@ class StateKeeper:
             logs.on_pass(self._after_pass)
         self._last_save = 0.0
         self._last_references = time.monotonic()
+        self._references_at = store.memories_at()  # the memories' own time when the references were saved
         if references or counters:
             log.info("restored state references=%d series=%d dir=%s", references, counters, directory)
 
     def _after_pass(self) -> None:
         """Called by the log follower between passes: the one moment positions and counters agree."""
         if time.monotonic() - self._last_save >= 1.0:
-            self.save(references=time.monotonic() - self._last_references >= REFERENCES_EVERY)
+            at, saved_at = self.store.memories_at(), self._references_at
+            moved = at is not None and (saved_at is None or at - saved_at >= REFERENCES_EVERY)
+            self.save(references=moved or time.monotonic() - self._last_references >= REFERENCES_EVERY)
 
     def start(self) -> None:
         if self.logs is not None:
@@ -118,6 +123,7 @@ class StateKeeper:
                 if references:
                     save(self.directory, {"references": self.store.export_memories()}, REFERENCES)
                     self._last_references = time.monotonic()
+                    self._references_at = self.store.memories_at()
             except OSError as error:
                 log.warning("cannot save state dir=%s error=%s", self.directory, error)
             self._last_save = time.monotonic()

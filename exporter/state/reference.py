@@ -6,8 +6,9 @@ it stops learning as soon as the series is judged degraded or broken: a drop tha
 judged against the level before the drop, not against itself. A new normal is taken only when
 the speculative config changes (each config keeps its own reference; the retired ones stay
 visible), on an explicit acknowledgement, or after the series has been unhealthy longer than the
-hold. Everything here is a pure function of (time, counts, judged state): `serve` runs it on
-arrival time and `analyze` on the log's own clock, so both say the same of the same log.
+hold. Everything here is a pure function of (time, counts, judged state) on the intervals' own
+clock (intervals/clock.py: a backlog on the log's time, the live edge on arrival; `analyze` on the
+log's time throughout), so `serve` and `analyze` say the same of the same log.
 """
 
 from __future__ import annotations

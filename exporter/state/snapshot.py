@@ -48,6 +48,10 @@ class SourceSnapshot:
     scrape_duration: float | None
     last_error: str | None
     extra_labels: Mapping[str, str]
+    last_spec_line_logged: float | None = None
+    log_zone: str | None = None
+    log_utc_offset: float | None = None
+    log_zone_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,13 @@
 
 Sources write into it from their threads; the exporter and the status API read immutable
 snapshots of it, so one scrape always sees one consistent state.
+
+Two clocks, each for its own kind of question. The log's: every interval's `end`, set by the
+interval stage's one rule (intervals/clock.py: the line's own time while catching up, arrival at
+the live edge) — the judged window, the verdict's memory (references, spans, health since, the
+hold) run on it. The wall's (`clock`, about the sidecar itself): the named windows are evicted at
+the time of each read (the same unix-time axis, so a backlog's last minutes are the last minutes),
+`last_update` orders the series cap, and the sources' `last_success` and staleness are arrival.
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ class Store:
         windows: Mapping[str, float] | None = None,
         *,
         max_series: int = 1000,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time,  # the wall: reads, series eviction (see the module's docstring)
         health: HealthMemory | None = None,
     ) -> None:
         self.health = health
@@ -238,6 +245,10 @@ class Store:
                     scrape_duration=stats.scrape_duration,
                     last_error=stats.last_error,
                     extra_labels=dict(stats.extra_labels),
+                    last_spec_line_logged=stats.last_spec_line_logged,
+                    log_zone=stats.log_zone,
+                    log_utc_offset=stats.log_utc_offset,
+                    log_zone_from=stats.log_zone_from,
                 )
                 for upstream, stats in sorted(self._sources.items())
             )
@@ -252,6 +263,12 @@ class Store:
             live = [{"key": key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
             waiting = [{"key": key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
             return [*live, *waiting]
+
+    def memories_at(self) -> float | None:
+        """The latest interval any series' memory has seen, on the series' own clock (a catch-up moves
+        it by hours in a second; the state dir saves references when it has moved a minute)."""
+        with self._lock:
+            return max((s.memory.last_at for s in self._series.values() if s.memory.last_at is not None), default=None)
 
     def import_memories(self, entries: list[Any]) -> int:
         """Restore references saved by an earlier run (applied when each series reappears)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
@@ -71,7 +71,7 @@ class Totals:
             accepted_per_position=_add_positions(self.accepted_per_position, interval.accepted_per_position, sign),
             draft_tokens_per_position=_add_positions(self.draft_tokens_per_position, interval.draft_tokens_per_position, sign)
             if interval.draft_tokens_per_position or self.draft_tokens_per_position else (),
-            k=interval.k if interval.k is not None else self.k,
+            k=interval.k if sign > 0 and interval.k is not None else self.k,  # the newest's: one leaving says nothing of now
             emitted_tokens=self.emitted_tokens + sign * (interval.emitted_tokens or 0),
             emitted_known=self.emitted_known + sign * (interval.emitted_tokens is not None),
             seconds=max(0.0, self.seconds + sign * (interval.seconds or 0.0)),
@@ -91,6 +91,10 @@ class RollingWindow:
         self.seconds = seconds
         self._intervals: deque[Interval] = deque()
         self._totals = Totals()
+        # held intervals by how many positions they carry: once the wider ones (an earlier k) have
+        # left, the sums narrow to the widest held (the rest are zeros, and would read as positions
+        # that are drafted and never accepted: a k = 4 series judged wasteful at positions 4–14)
+        self._widths: Counter[int] = Counter()
 
     def add(self, interval: Interval) -> None:
         if self._intervals and interval.end < self._intervals[-1].end - self.seconds:
@@ -98,8 +102,10 @@ class RollingWindow:
             # is held ended "later" and would stay until the clock caught up; it is no longer recent
             self._intervals.clear()
             self._totals = Totals()
+            self._widths.clear()
         self._intervals.append(interval)
         self._totals = self._totals.plus(interval)
+        self._widths[len(interval.accepted_per_position)] += 1
 
     def add_columns(self, columns: IntervalColumns, intervals: list[Interval]) -> None:
         """add() for each interval of `columns` (given as records too), their sums added at once."""
@@ -112,11 +118,12 @@ class RollingWindow:
             return
         self._intervals.extend(intervals)
         self._totals = plus_columns(self._totals, columns)
+        self._widths.update(len(interval.accepted_per_position) for interval in intervals)
 
     def split(self, horizon: float) -> tuple[list[Interval], Totals, float | None]:
         """What the batch path's memory starts from: the intervals totals() would evict at `horizon`
         (those at the front that end at or before it), the sums of all held (A_i as wide as the
-        widest k seen until the window empties) and the end of the first that would stay."""
+        widest held) and the end of the first that would stay."""
         leaving = list(itertools.takewhile(lambda interval: interval.end <= horizon, self._intervals))
         staying = self._intervals[len(leaving)].end if len(leaving) < len(self._intervals) else None
         return leaving, self._totals, staying
@@ -128,8 +135,15 @@ class RollingWindow:
     def totals(self, now: float) -> Totals:
         """Totals of the intervals that ended after now − seconds (older ones are evicted)."""
         horizon = now - self.seconds
+        leaving: list[Interval] = []
         while self._intervals and self._intervals[0].end <= horizon:
-            self._totals = self._totals.plus(self._intervals.popleft(), sign=-1)
+            leaving.append(self._intervals.popleft())
+        if leaving:
+            self._totals = minus_all(self._totals, leaving)
+            self._widths.subtract(len(interval.accepted_per_position) for interval in leaving)
+            self._widths = +self._widths  # drop the widths no interval holds any more
+            if self._widths:
+                self._totals = _narrowed(self._totals, max(self._widths))
         if not self._intervals:
             if self._totals != _EMPTY:
                 self._totals = _EMPTY
@@ -141,6 +155,48 @@ class RollingWindow:
         if self._totals.start != start or self._totals.end != end:
             self._totals = replace(self._totals, start=start, end=end)
         return self._totals
+
+
+def minus_all(totals: Totals, leaving: list[Interval]) -> Totals:
+    """totals.plus(i, sign=-1) for each interval i of `leaving` in order, with one pass of sums: a
+    backlog on the log's clock leaves a window thousands at a time at the first read after it
+    (tests/test_derive.py holds the two equal). Integer sums are exact in any order; the seconds
+    are taken off left to right with plus's clamp at 0."""
+    if len(leaving) == 1:
+        return totals.plus(leaving[0], sign=-1)
+    seconds = totals.seconds
+    for interval in leaving:
+        seconds = max(0.0, seconds - (interval.seconds or 0.0))
+    positions, per_token = totals.accepted_per_position, totals.draft_tokens_per_position
+    for width in {len(interval.accepted_per_position) for interval in leaving} - {0}:
+        summed = tuple(map(sum, zip(*(i.accepted_per_position for i in leaving if len(i.accepted_per_position) == width), strict=True)))
+        positions = _add_positions(positions, summed, -1)
+    if any(interval.draft_tokens_per_position for interval in leaving) or per_token:
+        for interval in leaving:
+            per_token = _add_positions(per_token, interval.draft_tokens_per_position, -1)
+    return replace(
+        totals,
+        intervals=totals.intervals - len(leaving),
+        draft_tokens=totals.draft_tokens - sum(i.draft_tokens for i in leaving),
+        accepted_tokens=totals.accepted_tokens - sum(i.accepted_tokens for i in leaving),
+        drafts=totals.drafts - sum(i.drafts or 0 for i in leaving),
+        drafts_unknown=totals.drafts_unknown - sum(i.drafts is None for i in leaving),
+        drafts_low=totals.drafts_low - sum(i.drafts_range[0] if i.drafts_range else i.drafts or 0 for i in leaving),
+        drafts_high=totals.drafts_high - sum(i.drafts_range[1] if i.drafts_range else i.drafts or 0 for i in leaving),
+        accepted_per_position=positions,
+        draft_tokens_per_position=per_token,
+        emitted_tokens=totals.emitted_tokens - sum(i.emitted_tokens or 0 for i in leaving),
+        emitted_known=totals.emitted_known - sum(i.emitted_tokens is not None for i in leaving),
+        seconds=seconds,
+    )
+
+
+def _narrowed(totals: Totals, width: int) -> Totals:
+    """The sums without the positions past `width`, which no held interval carries (all zeros)."""
+    if len(totals.accepted_per_position) <= width and len(totals.draft_tokens_per_position) <= width:
+        return totals
+    return replace(totals, accepted_per_position=totals.accepted_per_position[:width],
+                   draft_tokens_per_position=totals.draft_tokens_per_position[:width])
 
 
 def plus_columns(totals: Totals, columns: IntervalColumns) -> Totals:

@@ -99,6 +99,13 @@ function card(entry, source, checks) {
   </article>`;
 }
 
+// which zone the log's local stamps are read in (vLLM prints none): a wrong one puts every time hours off
+function zone(s) {
+  const z = s.log_zone;
+  if (!z || s.kind !== "log") return "";
+  return z.utc_offset_seconds === null ? ` · stamps: zone ${esc(z.from)}` : ` · stamps in ${esc(z.zone)} (${esc(z.from)})`;
+}
+
 function render(status) {
   document.getElementById("error").hidden = true;
   const sources = new Map(status.sources.map((s) => [s.upstream, s]));
@@ -108,10 +115,10 @@ function render(status) {
   const empty = document.getElementById("empty");
   empty.hidden = entries.length > 0;
   document.getElementById("empty-sources").innerHTML = status.sources
-    .map((s) => `<li>${esc(s.upstream)} (${esc(s.kind)}): ${s.up ? "up" : "down"}${s.last_error ? " — " + esc(s.last_error) : ""}</li>`).join("");
+    .map((s) => `<li>${esc(s.upstream)} (${esc(s.kind)}): ${s.up ? "up" : "down"}${s.last_error ? " — " + esc(s.last_error) : ""}${zone(s)}</li>`).join("");
   document.getElementById("sources-section").hidden = status.sources.length === 0;
   document.getElementById("sources").innerHTML = status.sources
-    .map((s) => `<li class="${s.up ? "up" : "down"}">${esc(s.upstream)} — ${esc(s.kind)}, ${s.up ? "up" : "down"}${s.last_error ? ": " + esc(s.last_error) : ""}</li>`).join("");
+    .map((s) => `<li class="${s.up ? "up" : "down"}">${esc(s.upstream)} — ${esc(s.kind)}, ${s.up ? "up" : "down"}${s.last_error ? ": " + esc(s.last_error) : ""}${zone(s)}</li>`).join("");
   document.getElementById("updated").textContent = "· updated " + new Date().toLocaleTimeString() + " · v" + status.version;
 }
 

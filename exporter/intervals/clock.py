@@ -1,0 +1,217 @@
+"""The one owner of a log line's time: its own time, the log's zone and year, and the time an interval takes.
+
+A line may carry three times: a container's RFC 3339 stamp (docker, CRI: exact), vLLM's own
+`MM-DD HH:MM:SS` (local time of the server, no year, no zone) or a plugin record's unix time
+(exact), and always its arrival (`read_at`). Every rule that sets `Interval.end` asks this module.
+
+The one rule (docs/architecture.md "Time"): an interval's time is its line's own time while the
+source is catching up — the line arrived more than CATCH_UP_SECONDS after it was written
+(`serve --from-start`, the backlog after a restart or downtime) — and its arrival at the live edge.
+`analyze` (mode "log") always takes the line's own time. Both put a backlog on the log's clock, so
+windows, the judged window, the reference's buckets, unhealthy spans, `health_since` and the hold
+see the hours of a backlog as hours, not as one second of arrival; at the live edge nothing
+changes. A local stamp needs the log's zone: forced (`--log-timezone`), or learned from the wall
+clock — the file's modification time against its last line, else a live line against its arrival —
+rounded to 15 minutes. Until a zone is known, `serve` takes arrival (it cannot know how old a line
+is); `analyze` assumes the zone it runs in. A stamp that cannot be resolved is counted
+(`unresolved_time`), never silently replaced by the read time in `analyze`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CATCH_UP_SECONDS = 60.0  # a line read this long after its own time is backlog (live lines lag a poll and a defer: ~2 s)
+ZONE_STEP_SECONDS = 900.0  # zones are whole quarter hours (UTC+5:45, +8:45 are the finest)
+# a line written when the file was last modified (or read as it arrived) is seconds from a whole
+# quarter hour; a line minutes off is an older one (an idle server's last stats, then unstamped
+# access lines; a backlog on stdin): it teaches no zone
+ZONE_SLACK_SECONDS = 120.0
+EAST_LIMIT, WEST_LIMIT = 14 * 3600.0, -12 * 3600.0  # offsets outside these are no zone: a backlog, not a clock
+YEAR_SLACK_SECONDS = 86_400.0  # a stamp up to a day after its reference is still in the reference's year
+YEAR_WINDOW_SECONDS = 31 * 86_400.0  # a log's last stamp this close before its mtime dates the year
+UNRESOLVED = "unresolved_time"  # the problem reason of a stamp that cannot be placed
+
+ClockMode = Literal["log", "live"]  # analyze: the line's own time; serve: the one rule above
+ZoneHow = Literal["flag", "file", "arrival", "assumed"]
+_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d\d))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class LogZone:
+    """How a log's local stamps map to unix time, and where that was learned."""
+
+    tz: tzinfo | None  # None: the zone the sidecar runs in (its DST rules included)
+    how: ZoneHow
+
+    def offset_at(self, at: float) -> float:
+        """Seconds east of UTC at unix time `at`."""
+        moment = datetime.fromtimestamp(at, self.tz) if self.tz is not None else datetime.fromtimestamp(at).astimezone()
+        offset = moment.utcoffset()
+        return offset.total_seconds() if offset is not None else 0.0
+
+    def describe(self) -> str:
+        """`local`, `UTC`, `UTC+09:00` or the zone's name."""
+        return "local" if self.tz is None else str(self.tz)
+
+
+def parse_zone(text: str) -> LogZone:
+    """`--log-timezone`: `UTC`, an offset (`+09:00`, `-0500`, `UTC+5:45`), an IANA name (`Asia/Tokyo`) or `local`."""
+    value = text.strip()
+    if value.lower() == "local":
+        return LogZone(None, "flag")
+    if value.upper() in ("UTC", "Z", "GMT"):
+        return LogZone(UTC, "flag")
+    match = _OFFSET.match(value)
+    if match is not None:
+        seconds = (int(match[2]) * 60 + int(match[3] or 0)) * 60 * (1 if match[1] == "+" else -1)
+        if not WEST_LIMIT <= seconds <= EAST_LIMIT:
+            raise ValueError(f"log timezone {text!r}: an offset between -12:00 and +14:00")
+        return LogZone(timezone(timedelta(seconds=seconds)), "flag")
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only for a named zone
+
+    try:
+        return LogZone(ZoneInfo(value), "flag")
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise ValueError(f"log timezone {text!r}: not UTC, an offset such as +09:00, or a zone name such as Asia/Tokyo") from error
+
+
+def zone_from(naive: float, written_at: float, how: ZoneHow) -> LogZone | None:
+    """The zone a stamp read as UTC (`naive`) was written in, if it was written at `written_at`:
+    their difference rounded to 15 minutes; the sidecar's own zone where that is its offset then
+    (keeping its DST rules); None outside any zone or minutes off a quarter hour (the line is old,
+    not the clock)."""
+    offset = round((naive - written_at) / ZONE_STEP_SECONDS) * ZONE_STEP_SECONDS
+    if not WEST_LIMIT <= offset <= EAST_LIMIT or abs(naive - written_at - offset) > ZONE_SLACK_SECONDS:
+        return None
+    local = LogZone(None, how)
+    if local.offset_at(written_at) == offset:
+        return local
+    return LogZone(timezone(timedelta(seconds=offset)) if offset else UTC, how)
+
+
+def resolve_local(month_day_time: str, reference: float, tz: tzinfo | None = None) -> float | None:
+    """Unix time of a `MM-DD HH:MM:SS` stamp in zone `tz` (None: the sidecar's) at or before
+    `reference` (+1 day); None if invalid. The year is the reference's unless that puts the stamp
+    more than a day after it, then the year before: a log crossing New Year needs no state
+    (December lines resolve to the old year, January lines to the new one). The one year rule."""
+    try:
+        month, day = int(month_day_time[0:2]), int(month_day_time[3:5])
+        hour, minute, second = (int(part) for part in month_day_time[6:14].split(":"))
+    except ValueError:
+        return None
+    year = (datetime.fromtimestamp(reference, tz) if tz is not None else datetime.fromtimestamp(reference)).year
+    for candidate_year in (year, year - 1, year - 2, year - 3, year - 4):
+        try:
+            stamp = datetime(candidate_year, month, day, hour, minute, second, tzinfo=tz).timestamp()
+        except ValueError:  # Feb 29 in a non-leap year, or a bad field: try an earlier year
+            continue
+        if stamp <= reference + YEAR_SLACK_SECONDS:
+            return stamp
+    return None
+
+
+def year_unknown_reason(last_stamp: float, reference: float, what: str) -> str | None:
+    """Why the year of year-less stamps cannot be known from `reference` (`what` names it), or None:
+    the modification time dates a log only when it is its last write; a file copied, downloaded or
+    pasted later has a newer one (a July 2024 log read in December 2026 would say July 2026)."""
+    gap = reference - last_stamp
+    if gap <= YEAR_WINDOW_SECONDS:
+        return None
+    return (
+        f"the log's stamps carry no year and the last is {gap / 86_400:.0f} days before {what} "
+        f"({datetime.fromtimestamp(reference).strftime('%Y-%m-%d')}): the file was copied or touched later, so the year "
+        "is not known; dates are shown without it"
+    )
+
+
+def resolve_dated(date_time: str, tz: tzinfo | None = None) -> float | None:
+    """Unix time of a dated stamp (`YYYY-MM-DD HH:MM:SS`: SGLang, JSON asctime, a log store's prefix):
+    in its own zone where it prints one, else in zone `tz`; None if invalid."""
+    try:
+        parsed = datetime.fromisoformat(date_time)
+    except ValueError:
+        return None
+    return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=tz)).timestamp()
+
+
+@dataclass
+class LogClock:
+    """One upstream's clock: the mode, the log's zone and year reference; see the module's rule."""
+
+    mode: ClockMode = "live"
+    zone: LogZone | None = None  # None: not known yet (serve: arrival; analyze: the sidecar's zone)
+    year_reference: float | None = None  # analyze: the file's modification time (else each line's arrival)
+    _tried_at: float | None = None  # the arrival last learned from: one try per read, not per line
+
+    def learn_live(self, month_day_time: str, read_at: float) -> None:
+        """serve with no zone yet: a line against its arrival (the first of each read)."""
+        if self.zone is None and self.mode == "live" and read_at != self._tried_at:
+            self._tried_at = read_at
+            self.learn(month_day_time, read_at, "arrival")
+
+    @property
+    def tz(self) -> tzinfo | None:
+        return self.zone.tz if self.zone is not None else None
+
+    @property
+    def local_known(self) -> bool:
+        """Whether a local stamp can be placed: analyze always can (in its own zone, if nothing better)."""
+        return self.zone is not None or self.mode == "log"
+
+    def learn(self, month_day_time: str, written_at: float, how: ZoneHow) -> None:
+        """Learn the zone from a stamp written at `written_at` (a forced or learned zone stays)."""
+        if self.zone is not None:
+            return
+        naive = resolve_local(month_day_time, written_at, UTC)  # at most 14 h after: within the year rule's day
+        if naive is not None:
+            self.zone = zone_from(naive, written_at, how)
+
+    def learn_file(self, month_day_time: str, modified: float) -> None:
+        """The file's last stamp against its modification time: its zone, and the year of its stamps."""
+        self.year_reference = modified
+        self.learn(month_day_time, modified, "file")
+
+    def local(self, month_day_time: str, read_at: float) -> float | None:
+        """A local stamp's unix time (None: cannot be resolved, or serve does not know the zone)."""
+        if not self.local_known:
+            return None
+        return resolve_local(month_day_time, self.year_reference_for(read_at), self.tz)
+
+    def year_reference_for(self, read_at: float) -> float:
+        """analyze: the file's modification time; serve: the arrival (a sidecar running over New Year
+        must place January's lines in the new year, whenever it opened the file)."""
+        return self.year_reference if self.mode == "log" and self.year_reference is not None else read_at
+
+    def dated(self, date_time: str) -> float | None:
+        return resolve_dated(date_time, self.tz) if self.local_known else None
+
+    def place(self, own: float | None, read_at: float) -> float | None:
+        """The interval's time from its line's own time and arrival (None: analyze cannot place it)."""
+        if self.mode == "log":
+            return own
+        if own is not None and read_at - own > CATCH_UP_SECONDS:
+            return own  # catching up: the backlog keeps its hours
+        return read_at
+
+    def place_many(self, own: np.ndarray, read_at: float) -> np.ndarray:
+        """`place` for a column of own times (nan: none)."""
+        import numpy as np  # only where blocks are batched
+
+        if self.mode == "log":
+            return own
+        return np.where(~np.isnan(own) & (read_at - own > CATCH_UP_SECONDS), own, read_at)
+
+    def status(self, at: float | None) -> tuple[str, float | None, str]:
+        """(zone, its offset at `at` in seconds east of UTC — None: not known or no time given —, how it
+        was known) for the source's status."""
+        zone = self.zone or (LogZone(None, "assumed") if self.mode == "log" else None)
+        if zone is None:
+            return "unknown", None, "not yet learned"
+        return zone.describe(), None if at is None else zone.offset_at(at), zone.how
