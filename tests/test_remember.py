@@ -32,7 +32,8 @@ from exporter.state.remember import WindowSums  # noqa: E402
 
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "25"))
 KEY = SeriesKey("log", "m", "0", "log")
-RULE = ReferenceRule(window_seconds=1800.0, bucket_seconds=120.0, min_drafts=800, hold_seconds=1500.0, recovery_seconds=200.0)
+RULE = ReferenceRule(window_seconds=1800.0, bucket_seconds=120.0, min_drafts=800, hold_seconds=1500.0, recovery_seconds=200.0,
+                     lookback_seconds=2400.0)
 WINDOW = 60.0
 LEVELS = {"healthy": 1.0, "dropped": 0.55, "collapsed": 0.12, "wasteful": 1.6}
 

@@ -122,16 +122,21 @@ def memory_fields(memory: SeriesMemory | None, rule: ReferenceRule | None) -> di
     """The reference the verdict judges against, the earlier ones, and the unhealthy spans."""
     if memory is None:
         return {"reference": None, "previous_references": [], "unhealthy_spans": [], "reference_adopted": None}
+    judged = memory.ready(rule) if rule is not None else memory.reference
     return {
         "reference": {
-            **profile_fields(memory.reference),
+            **profile_fields(judged or memory.reference),
             **_identity(memory.identity),
-            "ready": rule is None or memory.ready(rule) is not None,
+            # the best day of the lookback, not the pool of now: a decay since then is measured from it
+            "best_day": judged is not None and judged is not memory.reference,
+            "ready": judged is not None,
             "min_drafts": rule.min_drafts if rule else 0,
             "learning": (not memory.state or memory.state in HEALTHY) and memory.quiet_since is None,
         },
         "previous_references": [
-            {**profile_fields(r.profile), **_identity(r.identity), "retired": r.reason, "retired_at": r.at} for r in memory.retired
+            {**profile_fields((r.profile.judged(rule) if rule is not None else None) or r.profile), **_identity(r.identity),
+             "retired": r.reason, "retired_at": r.at}
+            for r in memory.retired
         ],
         "unhealthy_spans": [
             {"start": start, "end": end, "ongoing": end is None, "worst": worst} for start, end, worst in memory.spans

@@ -41,6 +41,7 @@ def _memory_lines(s: dict[str, Any]) -> list[str]:
     reference = s.get("reference")
     if reference and reference["drafts"]:
         state = "judging" if reference["ready"] else f"learning, {reference['drafts']} of {reference['min_drafts']} drafts"
+        state += " (the best day within the hold)" if reference.get("best_day") else ""
         lines.append(
             f"  reference L = {_num(reference['mean_acceptance_length'])} (position 0 {_num(_at(reference['position_acceptance'], 0))}) "
             f"from {reference['drafts']} healthy drafts, {_utc(reference['start'])} – {_utc(reference['end'])}; {state}"

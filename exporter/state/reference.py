@@ -1,9 +1,15 @@
 """A series' memory of what normal looks like: a reference learned only while it is healthy.
 
-The `degraded` verdict compares the judged window against this reference. It pools counts (D, A
-and A_i summed over hourly buckets of healthy traffic, so L = 1 + ΣA/ΣD and r_i = ΣA_i/ΣD), and
-it stops learning as soon as the series is judged degraded or broken: a drop that lasts days is
-judged against the level before the drop, not against itself. A new normal is taken only when
+The `degraded` verdict compares the judged window against this reference: the best day of healthy
+traffic within the hold (7 days), the same definition as the shipped raw-counter rule
+(mixin/reference.py). Counts are pooled (D, A and A_i summed over hourly buckets of healthy
+traffic, so L = 1 + ΣA/ΣD and r_i = ΣA_i/ΣD) over the last day; each time a bucket closes, that
+day's pool is a candidate, and the reference is the best candidate of the lookback or the pool
+of now, whichever has the higher L. A maximum may rise freely but cannot be walked down: a decay
+in steps too small for the threshold still leaves the best day in place, so it is caught once
+L − 1 is 30 % below that day (docs/runbook.md: a decay slower than 30 % of L − 1 in 7 days is
+followed instead). Learning stops as soon as the series is judged degraded or broken: a drop that
+lasts days is judged against the level before the drop, not against itself. A new normal is taken only when
 the speculative config changes (each config keeps its own reference; the retired ones stay
 visible), on an explicit acknowledgement, or after the series has been unhealthy longer than the
 hold. Everything here is a pure function of (time, counts, judged state): `serve` runs it on
@@ -29,18 +35,22 @@ MAX_SPANS = 32  # unhealthy spans remembered (for analyze's report and plot)
 class ReferenceRule:
     """How references are learned and replaced (`--reference-*` flags)."""
 
-    window_seconds: float = 86400.0  # the healthy traffic pooled into the reference
+    window_seconds: float = 86400.0  # the healthy traffic pooled into the reference (a day: the whole daily mix)
     bucket_seconds: float = 3600.0  # the pooling grain: older buckets leave the window whole
     min_drafts: int = 1000  # fewer drafts: the reference is still learning and judges nothing
     hold_seconds: float = 7 * 86400.0  # unhealthy for longer than this becomes the new normal; 0: never
+    lookback_seconds: float = 7 * 86400.0  # the best day within this is normal (the rule's reference_hold)
     # healthy verdicts must last this long before an unhealthy series counts as recovered: a drop
     # near the threshold must not flicker back to ok (and teach the reference) on one lucky window
     recovery_seconds: float = 900.0
 
     @classmethod
     def of(cls, hold: float, window: float, min_drafts: int) -> ReferenceRule:
-        """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them)."""
-        return cls(window_seconds=window, bucket_seconds=min(3600.0, window / 24), min_drafts=min_drafts, hold_seconds=hold)
+        """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them); the
+        best day is looked for within the hold (a week when the hold is off), as the rule does."""
+        bucket = min(3600.0, window / 24)
+        return cls(window_seconds=window, bucket_seconds=bucket, min_drafts=min_drafts, hold_seconds=hold,
+                   lookback_seconds=hold if hold > 0 else 7 * 86400.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +67,20 @@ def add_counts(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...]
     return tuple(a + b for a, b in zip(left + (0,) * (width - len(left)), right + (0,) * (width - len(right)), strict=True))
 
 
+def higher(left: Bucket, right: Bucket) -> bool:
+    """L of `left` above L of `right`, compared exactly (A/D as integers: the batch path agrees)."""
+    return left.accepted * right.drafts > right.accepted * left.drafts
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """Pooled counts of a span of traffic, in time buckets."""
+    """Pooled counts of a span of traffic, in time buckets, and the best days it has pooled."""
 
-    buckets: tuple[Bucket, ...] = ()
+    buckets: tuple[Bucket, ...] = ()  # the last window of traffic
+    # candidate days within the lookback, oldest first, each pooled as a bucket closed; only those
+    # no later one matched, so L falls along them and the first is the best
+    days: tuple[Bucket, ...] = ()
+    began: float | None = None  # the start of the first traffic pooled (a pool younger than its window is no candidate)
 
     @property
     def drafts(self) -> int:
@@ -96,27 +115,55 @@ class Profile:
         drafts = self.drafts
         return tuple(a / drafts for a in self.accepted_per_position) if drafts else ()
 
+    def pooled(self) -> Bucket | None:
+        """The window's traffic as one bucket."""
+        if not self.buckets:
+            return None
+        return Bucket(self.buckets[0].start, self.buckets[-1].end, self.drafts, self.accepted, self.accepted_per_position)
+
+    def judged(self, rule: ReferenceRule) -> Profile | None:
+        """What the verdict judges against: the best candidate day or the pool of now, whichever has
+        the higher L (the pool only with `min_drafts`); None while neither is there (learning)."""
+        live = self.drafts > 0 and self.drafts >= rule.min_drafts
+        best = self.days[0] if self.days else None
+        if best is not None and (not live or higher(best, Bucket(0.0, 0.0, self.drafts, self.accepted, ()))):
+            return Profile((best,))
+        return self if live else None
+
     def learn(self, interval: Interval, rule: ReferenceRule) -> Profile:
-        """This profile with `interval` pooled in and buckets older than the window dropped."""
+        """This profile with `interval` pooled in, the closed window a candidate day, and buckets
+        older than the window and days older than the lookback dropped."""
         if not interval.drafts:
             return self
         start = interval.start if interval.start is not None else interval.end
         buckets = list(self.buckets)
+        days, began = self.days, self.began if self.began is not None else start
         last = buckets[-1] if buckets else None
         if last is not None and interval.end < last.start + rule.bucket_seconds:
             buckets[-1] = Bucket(last.start, max(last.end, interval.end), last.drafts + interval.drafts,
                                  last.accepted + interval.accepted_tokens, add_counts(last.accepted_per_position, interval.accepted_per_position))
         else:
+            if last is not None:
+                days = with_day(days, self.pooled(), began, rule)
             buckets.append(Bucket(start, interval.end, interval.drafts, interval.accepted_tokens, interval.accepted_per_position))
-        horizon = interval.end - rule.window_seconds
-        return Profile(tuple(b for b in buckets if b.end > horizon))
+        horizon, lookback = interval.end - rule.window_seconds, interval.end - rule.lookback_seconds
+        return Profile(tuple(b for b in buckets if b.end > horizon), tuple(d for d in days if d.end > lookback), began)
 
     @classmethod
     def of_totals(cls, totals: Totals) -> Profile:
         if not totals.drafts or totals.drafts_unknown or totals.end is None:
             return cls()
         start = totals.start if totals.start is not None else totals.end
-        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position),))
+        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position),), began=start)
+
+
+def with_day(days: tuple[Bucket, ...], day: Bucket | None, began: float | None, rule: ReferenceRule) -> tuple[Bucket, ...]:
+    """The candidates after `day` (a window's pool as its last bucket closed) joins them: a pool
+    of a whole window (a day: one easy first hour must not stand as the best day for a week) with
+    enough drafts; the earlier ones it matches can never be the best again."""
+    if day is None or began is None or day.end - began < rule.window_seconds - rule.bucket_seconds or day.drafts < max(1, rule.min_drafts):
+        return days
+    return (*(d for d in days if higher(d, day)), day)
 
 
 _EMPTY = Profile()
@@ -174,8 +221,9 @@ class SeriesMemory:
     last_at: float | None = None
 
     def ready(self, rule: ReferenceRule) -> Profile | None:
-        """The reference when it holds enough evidence to judge by, else None."""
-        return self.reference if self.reference.drafts >= rule.min_drafts else None
+        """The reference judged against (the best day, or the pool of now) when it holds enough
+        evidence to judge by, else None."""
+        return self.reference.judged(rule)
 
 
 def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tuple[SeriesMemory, bool]:
@@ -280,12 +328,24 @@ def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tu
 # --- the state dir ---------------------------------------------------------------------------
 
 
-def _profile_json(profile: Profile) -> list[list[Any]]:
-    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position)] for b in profile.buckets]
+def _buckets_json(buckets: tuple[Bucket, ...]) -> list[list[Any]]:
+    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position)] for b in buckets]
+
+
+def _buckets(data: Any) -> tuple[Bucket, ...]:
+    return tuple(Bucket(float(s), float(e), int(d), int(a), tuple(int(x) for x in p)) for s, e, d, a, p in data or ())
+
+
+def _profile_json(profile: Profile) -> dict[str, Any]:
+    return {"buckets": _buckets_json(profile.buckets), "days": _buckets_json(profile.days), "began": profile.began}
 
 
 def _profile(data: Any) -> Profile:
-    return Profile(tuple(Bucket(float(s), float(e), int(d), int(a), tuple(int(x) for x in p)) for s, e, d, a, p in data or ()))
+    if not isinstance(data, Mapping):  # a state dir from before the best day: its buckets alone
+        buckets = _buckets(data)
+        return Profile(buckets, began=buckets[0].start if buckets else None)
+    began = data.get("began")
+    return Profile(_buckets(data.get("buckets")), _buckets(data.get("days")), None if began is None else float(began))
 
 
 def _identity(data: Mapping[str, Any]) -> SpecIdentity:
