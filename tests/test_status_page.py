@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -72,12 +73,17 @@ def test_curve_values_and_the_drop_off_verdict(browser, demo):
     card = log_card(page)
     bars = card.locator("rect.bar-rate")
     assert bars.count() == 4  # k = 4
-    status = httpx.get(demo + "/api/v1/status").json()
-    page.wait_for_timeout(100)
-    shown = [float(v) for v in bars.evaluate_all("(els) => els.map((e) => e.dataset.value)")]
-    entry = next(s for s in status["series"] if s["source"] == "log" and s["window"] == "10s")
-    assert len(shown) == len(entry["position_acceptance"])
-    assert all(abs(a - b) < 0.05 for a, b in zip(shown, entry["position_acceptance"], strict=True))  # the page may be one refresh behind
+
+    def bars_show_the_status() -> tuple[list[float], dict[str, Any]] | None:
+        status = httpx.get(demo + "/api/v1/status").json()
+        entry = next(s for s in status["series"] if s["source"] == "log" and s["window"] == "10s")
+        shown = [float(v) for v in bars.evaluate_all("(els) => els.map((e) => e.dataset.value)")]
+        rates = entry["position_acceptance"]
+        # the page may be one refresh behind the API: close, not equal
+        together = len(shown) == len(rates) and all(abs(a - b) < 0.05 for a, b in zip(shown, rates, strict=True))
+        return (shown, entry) if together else None
+
+    shown, entry = wait_until(bars_show_the_status, "the bars to show the status API's per-position rates")
     assert 0.7 < shown[0] < 0.9
     assert card.locator(".k-marker").get_attribute("data-k") == str(entry["recommended_speculative_tokens"])
     page.screenshot(path=str(ARTIFACTS / "status-page-ok.png"), full_page=True)
@@ -91,7 +97,7 @@ def test_curve_values_and_the_drop_off_verdict(browser, demo):
 
     # full width at 1280 px, and no label wraps
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.wait_for_timeout(100)  # one layout pass after the resize
+    page.wait_for_function("() => document.querySelector('.card').getBoundingClientRect().width > 1000", timeout=10_000)  # laid out again
     widths = page.evaluate("() => [document.querySelector('.card').getBoundingClientRect().width, document.documentElement.clientWidth]")
     assert widths[0] > widths[1] - 60  # the card spans the page (less the padding)
     assert page.evaluate(WRAPPED) == []
