@@ -188,5 +188,6 @@ def test_a_repeat_is_what_observe_does_with_one_more_interval(state, before, ste
     if nxt.end - repeat.origin >= repeat.seconds:
         return  # past the crossing observe must take the interval itself
     learned = {"reference": {"reference": memory.reference.learn(nxt, rule)}, "pending": {"pending": memory.pending.learn(nxt, rule)}}
-    assert observe(memory, nxt, state, rule) == replace(memory, last_at=nxt.end, **learned.get(repeat.learns or "", {}))
+    counted = {"held_back": memory.held_back.plus(nxt)} if memory.recovering_since is not None else {"period": memory.period.plus(nxt)}
+    assert observe(memory, nxt, state, rule) == replace(memory, last_at=nxt.end, **learned.get(repeat.learns or "", {}), **counted)
     assert state in HEALTHY or repeat.learns != "reference"

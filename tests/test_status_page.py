@@ -93,6 +93,10 @@ def test_curve_values_and_the_drop_off_verdict(browser, demo):
     assert re.fullmatch(r"since (\d\d-\d\d )?\d\d:\d\d UTC \(\d+ min\)", card.locator(".since").inner_text())
     assert float(card.locator(".ref-l").inner_text()) > float(card.locator(".mal").inner_text()) + 0.3
     assert card.locator("line.ref-tick").count() == 4
+    # what is true now: the drop's own period, the advice to fix the drafter, the healthy time before it
+    assert re.match(r"now, since .* \(a change of health\): L \d\.\d\d", card.locator(".now").inner_text())
+    assert "check-config" in card.locator(".advice").inner_text()
+    assert "healthy" in card.locator(".earlier").first.inner_text()
     page.screenshot(path=str(ARTIFACTS / "status-page-degraded.png"), full_page=True)
 
     # full width at 1280 px, and no label wraps

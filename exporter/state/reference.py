@@ -19,10 +19,11 @@ arrival time and `analyze` on the log's own clock, so both say the same of the s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter.records import Interval, SpecConfig
+from exporter.state.periods import Period, closed, health_class, period_from_json, period_json
 from exporter.state.window import Totals
 
 HEALTHY = frozenset({"ok", "wasteful"})  # acceptance is as it should be (wasteful is about k, not the drafter)
@@ -219,6 +220,13 @@ class SeriesMemory:
     spans: tuple[tuple[float, float | None, str], ...] = ()  # (start, end or None while open, worst state)
     adopted: tuple[str, float] | None = None  # the last new normal: (how, when)
     last_at: float | None = None
+    period: Period = field(default_factory=Period)  # the traffic since the last config change, restart or health change (periods.py)
+    held_back: Period = field(default_factory=Period)  # a recovery's traffic while it is not yet proven
+    periods: tuple[Period, ...] = ()  # the earlier ones, oldest first
+
+    def current_period(self) -> Period:
+        """The traffic since the last config change, restart or health change, a recovery's included."""
+        return self.period.joined(self.held_back)
 
     def ready(self, rule: ReferenceRule) -> Profile | None:
         """The reference judged against (the best day, or the pool of now) when it holds enough
@@ -239,11 +247,53 @@ def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tu
     return replace(
         memory, identity=identity, reference=comeback, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]),
         unhealthy_since=None, recovering_since=None, adopted=("config_change", at), spans=_closed(memory.spans, at), state="", since=at,
+        **_new_period(memory, "config_change"),
     ), True
+
+
+def _new_period(memory: SeriesMemory, began_by: str, health: str = "") -> dict[str, Any]:
+    """The memory's period fields after closing its current period (periods.py)."""
+    current = memory.period.joined(memory.held_back)
+    return {"periods": closed(memory.periods, current, memory.identity.fields(), health_class(memory.state)),
+            "period": Period(began_by=began_by, health=health), "held_back": Period()}
+
+
+def restarted(memory: SeriesMemory) -> SeriesMemory:
+    """The server restarted: a new period. Its health is the memory's while that is healthy; while
+    unhealthy it is decided by the next verdict (a restart is how a drafter gets fixed)."""
+    if not memory.period.intervals and not memory.held_back.intervals:
+        return memory
+    return replace(memory, **_new_period(memory, "restart", "healthy" if health_class(memory.state) == "healthy" else ""))
 
 
 def observe(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
     """The memory after `interval`, judged `state` over the judged window that ends with it."""
+    return _counted(memory, _observed(memory, interval, state, rule), interval)
+
+
+def _counted(before: SeriesMemory, after: SeriesMemory, interval: Interval) -> SeriesMemory:
+    """`after` with `interval` counted into its period, cut where `observe` changed the health class
+    or took a new normal (periods.py)."""
+    current, held = before.period, before.held_back
+    was, now = health_class(before.state), health_class(after.state)
+    if after.adopted != before.adopted and after.adopted is not None:  # the hold, with this interval
+        ended = replace(before, period=current.joined(held).plus(interval), held_back=Period())
+        return replace(after, **_new_period(ended, after.adopted[0]))
+    if was and now and was != now:
+        if not current.health:  # the first verdict of a period a restart began: the restart's outcome
+            return replace(after, period=replace(current.joined(held).plus(interval), health=now), held_back=Period())
+        old, new = (current, held) if now == "healthy" else (current.joined(held), Period())  # a recovery's traffic is the new period's
+        return replace(after, periods=closed(before.periods, old, before.identity.fields(), was),
+                       period=Period(began_by="health", health=now).joined(new).plus(interval), held_back=Period())
+    if after.recovering_since is not None:
+        return replace(after, period=current, held_back=held.plus(interval))
+    current = current.joined(held).plus(interval)
+    if not current.health and now and after.since is not None and current.start is not None and after.since >= current.start:
+        current = replace(current, health=now)  # first judged within this period
+    return replace(after, period=current, held_back=Period())
+
+
+def _observed(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
     at = interval.end
     if state not in HEALTHY and state not in UNHEALTHY:  # no_data: too little to learn from or to judge by
         return replace(memory, last_at=at, quiet_since=at if memory.quiet_since is None else memory.quiet_since)
@@ -316,7 +366,7 @@ def adopt(memory: SeriesMemory, how: str, at: float, rule: ReferenceRule, recent
         new = Profile.of_totals(recent)
     retired = [Retired(memory.identity, memory.reference, how, at), *memory.retired] if memory.reference.buckets else list(memory.retired)
     return replace(memory, reference=new, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]), unhealthy_since=None,
-                   recovering_since=None, adopted=(how, at), spans=_closed(memory.spans, at), state="", since=at)
+                   recovering_since=None, adopted=(how, at), spans=_closed(memory.spans, at), state="", since=at, **_new_period(memory, how))
 
 
 def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tuple[tuple[float, float | None, str], ...]:
@@ -362,6 +412,7 @@ def memory_json(memory: SeriesMemory) -> dict[str, Any]:
         "state": memory.state, "since": memory.since, "quiet_since": memory.quiet_since,
         "unhealthy_since": memory.unhealthy_since, "recovering_since": memory.recovering_since, "spans": [list(span) for span in memory.spans],
         "adopted": list(memory.adopted) if memory.adopted else None, "last_at": memory.last_at,
+        "period": period_json(memory.period), "held_back": period_json(memory.held_back), "periods": [period_json(p) for p in memory.periods],
     }
 
 
@@ -381,4 +432,7 @@ def memory_from_json(data: Mapping[str, Any]) -> SeriesMemory:
         spans=tuple((float(s), None if e is None else float(e), str(w)) for s, e, w in data.get("spans") or ()),
         adopted=(str(adopted[0]), float(adopted[1])) if adopted else None,
         last_at=data.get("last_at"),
+        period=period_from_json(data.get("period")),
+        held_back=period_from_json(data.get("held_back")),
+        periods=tuple(period_from_json(p) for p in data.get("periods") or ()),
     )

@@ -292,9 +292,21 @@ def _judged(memory: SeriesMemory, rule: ReferenceRule) -> tuple[int, int]:
 
 
 def _repeated(memory: SeriesMemory, learns: str | None, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> SeriesMemory:
-    last_at = float(rows.ends[chosen[-1]])
+    memory = _counted(memory, rows, chosen)
     if learns == "reference":
-        return replace(memory, last_at=last_at, reference=pool(memory.reference, rows, chosen, rule).profile)
+        return replace(memory, reference=pool(memory.reference, rows, chosen, rule).profile)
     if learns == "pending":
-        return replace(memory, last_at=last_at, pending=pool(memory.pending, rows, chosen, rule).profile)
-    return replace(memory, last_at=last_at)
+        return replace(memory, pending=pool(memory.pending, rows, chosen, rule).profile)
+    return memory
+
+
+def _counted(memory: SeriesMemory, rows: _Rows, chosen: np.ndarray) -> SeriesMemory:
+    """The rows counted into the memory's period, as `observe` counts each where none changes it:
+    aside while a recovery is being proven, else into the current period."""
+    first, last = chosen[0], chosen[-1]
+    start = float(rows.ends[first] if np.isnan(rows.starts[first]) else rows.starts[first])
+    sums = (len(chosen), int(rows.drafts[chosen].sum()), 0, int(rows.draft_tokens[chosen].sum()), int(rows.accepted[chosen].sum()),
+            tuple(rows.positions[chosen].sum(axis=0).tolist()), start, float(rows.ends[last]))
+    if memory.recovering_since is not None:
+        return replace(memory, last_at=sums[-1], held_back=memory.held_back.plus_sums(*sums))
+    return replace(memory, last_at=sums[-1], period=memory.period.plus_sums(*sums))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
 from exporter.state.health import HealthMemory, key_text
-from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json
+from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json, restarted
 from exporter.state.saved import entries, key_json, restore_source, series_json, source_json, totals_from_json
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["AcknowledgeError", "HealthMemory", "Store"]
 
 log = logging.getLogger(__name__)
+
+RESTARTS_FROM_CONFIG = ("log", "plugin")  # sources whose config records are startup lines
 
 
 class AcknowledgeError(ValueError):
@@ -165,9 +167,15 @@ class Store:
             self._configs.pop(upstream, None)
 
     def record_config(self, upstream: str, config: SpecConfig) -> None:
+        """A server announced its config: at its start. After traffic this process has counted, a
+        log's or plugin's startup is a restart, and its series begin a new period (periods.py);
+        a scrape's config comes with every /version and says nothing of restarts."""
         with self._lock:
             self.version += 1
             self._configs[upstream] = config
+            for series in self._series.values():
+                if series.key.upstream == upstream and series.key.source in RESTARTS_FROM_CONFIG and series.last_update:
+                    series.memory = restarted(series.memory)
 
     def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
         """Apply `update` to the upstream's stats under the lock."""
