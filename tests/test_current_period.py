@@ -119,3 +119,32 @@ def test_while_degraded_the_k_advice_is_the_reference_curve_s(tmp_path):
     assert now["mean_acceptance_length"] == pytest.approx(1.97, abs=0.05)  # the numbers are the drop's own
     (before,) = series["earlier_periods"]
     assert before["health"] == "healthy" and before["mean_acceptance_length"] == pytest.approx(2.62, abs=0.05)
+
+
+def _minute(key: Any, end: float, accepted: int = 900) -> Any:
+    from exporter.records import Interval
+
+    return Interval(key, end, 4000, accepted, 1000, (500, 250, 100, accepted - 850), 4, drafts_range=(1000, 1000), start=end - 60, seconds=60)
+
+
+@pytest.mark.parametrize(("source", "restart"), [("metrics", "reset"), ("log", "startup"), ("metrics", "startup")])
+def test_a_restart_begins_a_period_where_the_source_can_tell(source, restart):
+    """A scrape tells a restart by its counters resetting; a log by its startup lines (a scrape's
+    config comes with every /version, so for a scrape it says nothing)."""
+    from exporter.records import SeriesKey, SpecConfig
+
+    store = Store({"5m": 300.0}, health=health_memory(DeriveSettings(), ReferenceRule(min_drafts=100), 300.0))
+    key = SeriesKey("http://127.0.0.1:8000/metrics" if source == "metrics" else "vllm.log", "m", "0", source)
+    for minute in range(1, 11):
+        store.record_interval(_minute(key, START + 60 * minute))
+    if restart == "reset":
+        store.update_source(key.upstream, lambda stats: setattr(stats, "resets", 1), kind="metrics")
+    else:
+        store.record_config(key.upstream, SpecConfig(method="eagle3", num_speculative_tokens=4))
+    for minute in range(11, 21):
+        store.record_interval(_minute(key, START + 60 * minute))
+    (series,) = snapshot_report(store.snapshot(), DeriveSettings())["series"]
+    told = (source, restart) != ("metrics", "startup")
+    assert series["current_period"]["began_by"] == ("restart" if told else "first_traffic")
+    assert series["current_period"]["drafts"] == (10_000 if told else 20_000)
+    assert [p["drafts"] for p in series["earlier_periods"]] == ([10_000] if told else [])

@@ -28,6 +28,7 @@ __all__ = ["AcknowledgeError", "HealthMemory", "Store"]
 log = logging.getLogger(__name__)
 
 RESTARTS_FROM_CONFIG = ("log", "plugin")  # sources whose config records are startup lines
+RESTARTS_FROM_RESETS = "metrics"  # a scrape source: a restart shows as counters that reset
 
 
 class AcknowledgeError(ValueError):
@@ -178,13 +179,20 @@ class Store:
                     series.memory = restarted(series.memory)
 
     def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
-        """Apply `update` to the upstream's stats under the lock."""
+        """Apply `update` to the upstream's stats under the lock. A scrape that saw the counters
+        reset is a restart: the target's series begin a new period (a log's restarts come with its
+        startup lines, record_config)."""
         with self._lock:
             self.version += 1
             stats = self._sources.get(upstream)
             if stats is None:
                 stats = self._sources[upstream] = SourceStats(kind=kind)
+            resets = stats.resets
             update(stats)
+            if stats.resets > resets and kind == RESTARTS_FROM_RESETS:
+                for series in self._series.values():
+                    if series.key.upstream == upstream and series.key.source == RESTARTS_FROM_RESETS and series.last_update:
+                        series.memory = restarted(series.memory)
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
