@@ -106,6 +106,7 @@ def test_while_broken_the_advice_is_to_fix_the_drafter_and_no_k_comes_from_the_b
     now = series["current_period"]
     assert series["health"] == "broken" and "check-config" in now["advice"]
     assert now["recommended_speculative_tokens"] is None and now["recommendation_from"] is None  # no healthy reference to take one from
+    assert series["recommended_speculative_tokens"] is None  # not the lifetime's either: it is the broken curve
     assert "no healthy reference" in render_table({"series": [series], "parse_errors": {}, "lines_read": 0, "spec_lines": 0})
 
 
@@ -114,7 +115,7 @@ def test_while_degraded_the_k_advice_is_the_reference_curve_s(tmp_path):
     series = analyzed(write(tmp_path, [Phase(0, HEALTHY), Phase(3 * HOUR, HEALTHY, factor=0.6)], 5))
     now = series["current_period"]
     assert series["health"] == "degraded" and now["began_by"] == "health" and "check-config" in now["advice"]
-    assert now["recommendation_from"] == "reference"
+    assert now["recommendation_from"] == "reference" and series["recommended_speculative_tokens"] == now["recommended_speculative_tokens"]
     assert now["recommended_speculative_tokens"] == healthy_only["current_period"]["recommended_speculative_tokens"]
     assert now["mean_acceptance_length"] == pytest.approx(1.97, abs=0.05)  # the numbers are the drop's own
     (before,) = series["earlier_periods"]

@@ -72,6 +72,10 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
     """One series over its lifetime (analyze) or over a named window, with its verdict."""
     assessment = assess(series, settings, span)
     current, totals = assessment.derived, assessment.totals
+    now = current_period_fields(series, assessment, settings)
+    fields = derived_fields(current, totals)
+    if assessment.verdict.state in ("degraded", "broken"):  # no k advice from a failing curve, whatever the span
+        fields["recommended_speculative_tokens"] = now["recommended_speculative_tokens"] if now else None
     return {
         "upstream": series.key.upstream,
         "source": series.key.source,
@@ -79,8 +83,10 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "engine": series.key.engine,
         "format": series.variant or None,
         "window": span,
+        "current_period": now,  # the headline: what is true now
+        "earlier_periods": [earlier_period_fields(p) for p in reversed(series.memory.periods)] if series.memory is not None else [],
         "lines": totals.intervals,
-        **derived_fields(current, totals),
+        **fields,
         "drafts_bounds": [totals.drafts_low, totals.drafts_high] if totals.intervals and not totals.drafts_unknown else None,
         "num_speculative_tokens": assessment.k,
         "method": series.config.method,
@@ -96,8 +102,6 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
             "source": assessment.baseline.source,
         },
         "health_since": health_since(series.memory, assessment.verdict.state),
-        "current_period": current_period_fields(series, assessment, settings),
-        "earlier_periods": [earlier_period_fields(p) for p in reversed(series.memory.periods)] if series.memory is not None else [],
         **memory_fields(series.memory, series.reference_rule),
         "notes": list(assessment.notes),
         "timeline": [[round(at, 3), round(length, 4)] for at, length in series.timeline],

@@ -59,7 +59,7 @@ function curve(entry) {
     if (k <= 16 || i % 2 === 0) bars += `<text x="${x + bw}" y="${h - 3}" text-anchor="middle">${i}</text>`;
   });
   let marker = "";
-  const best = entry.recommended_speculative_tokens;
+  const best = entry.current_period ? entry.current_period.recommended_speculative_tokens : entry.recommended_speculative_tokens;
   if (best !== null && best !== undefined && k) {
     const x = pad + best * slot - slot * 0.12, right = x > w - 100;
     marker = `<line class="k-marker" data-k="${best}" x1="${x}" x2="${x}" y1="6" y2="${h - 14}"/><text x="${right ? x - 4 : x + 4}" y="14" text-anchor="${right ? "end" : "start"}">recommended k = ${best}</text>`;
@@ -102,7 +102,7 @@ function card(entry, source, checks) {
       ${reference(entry)}
       <div><b>${pct(entry.draft_acceptance_ratio)}</b><span>draft acceptance</span></div>
       <div><b>${entry.num_speculative_tokens ?? "—"}</b><span>k drafted</span></div>
-      <div><b class="rec-k">${entry.recommended_speculative_tokens ?? "—"}</b><span>recommended k</span></div>
+      <div><b class="rec-k">${(entry.current_period ? entry.current_period.recommended_speculative_tokens : entry.recommended_speculative_tokens) ?? "—"}</b><span>recommended k${entry.current_period && entry.current_period.recommendation_from === "reference" ? " (reference)" : ""}</span></div>
     </div>
     <div class="plots"><div>${curve(entry)}
     <p class="legend"><span><i style="background:var(--rate)"></i>reached position i</span><span><i style="background:var(--cond)"></i>accepted given i−1</span><span><i class="tick"></i>reference</span><span>window ${esc(entry.window)}</span></p></div>
