@@ -171,6 +171,10 @@ def test_a_config_change_an_acknowledgement_and_the_hold_start_a_new_normal_belo
     held = _hours_at([100] * 25, memory, state="degraded", first=8 * HOUR)
     assert held.adopted == ("hold", 8 * HOUR + 1 + DAY)
     assert held.ready(RULE).mean_acceptance_length == pytest.approx(2.0)  # type: ignore[union-attr]
+    # each is where a period of the report begins (state/periods.py)
+    assert (acknowledged.period.began_by, acknowledged.periods[-1].intervals) == ("acknowledged", 48)
+    assert switched.period.began_by == "config_change" and switched.periods[-1].config == ("eagle3", 2, "d")
+    assert held.period.began_by == "hold" and [(p.began_by, p.health) for p in held.periods] == [("", "healthy"), ("health", "degraded")]
 
 
 def test_a_memory_with_its_best_days_survives_its_json_and_an_old_one_still_loads():
