@@ -85,7 +85,7 @@ def test_curve_values_and_the_drop_off_verdict(browser, demo):
 
     shown, entry = wait_until(bars_show_the_status, "the bars to show the status API's per-position rates")
     assert 0.7 < shown[0] < 0.9
-    # the recommendation is the current period's, the one the verdict's reason gives
+    # the recommendation is the current period's, from the derivation its reason (shown) comes from
     assert card.locator(".k-marker").get_attribute("data-k") == str(entry["current_period"]["recommended_speculative_tokens"])
     page.screenshot(path=str(ARTIFACTS / "status-page-ok.png"), full_page=True)
 

@@ -94,7 +94,7 @@ function card(entry, source, checks) {
   return `<article class="card" data-upstream="${esc(entry.upstream)}" data-model="${esc(entry.model_name)}" data-engine="${esc(entry.engine)}" data-source="${esc(entry.source)}">
     <h2>${esc(entry.model_name)} <span class="badge">engine ${esc(entry.engine)}</span><span class="badge">${esc(entry.source)}</span>
       <span class="verdict ${esc(entry.health)}">${esc(entry.health.replace("_", " "))}</span>${since(entry)}</h2>
-    <p class="reason">${esc(entry.reason || "")}</p>
+    <p class="reason">${esc((entry.current_period ? entry.current_period.reason : entry.reason) || "")}</p>
     ${period(entry)}
     ${(entry.notes || []).map((n) => `<p class="muted note">${esc(n)}</p>`).join("")}
     <div class="numbers">
