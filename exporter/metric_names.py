@@ -84,8 +84,8 @@ HEALTH_SINCE = _m(
 )
 REFERENCE_MEAN_ACCEPTANCE_LENGTH = _m(
     "reference_mean_acceptance_length", "gauge",
-    "Mean acceptance length (1 + A/D pooled) of the reference the verdict judges against: learned only while healthy, "
-    "frozen while degraded or broken; absent while it is still learning.", *S,
+    "Mean acceptance length (1 + A/D pooled) of the reference the verdict judges against: the best day of healthy traffic "
+    "within the hold, frozen while degraded or broken; absent while it is still learning.", *S,
 )
 REFERENCE_POSITION_ACCEPTANCE = _m(
     "reference_position_acceptance_ratio", "gauge", "Per-position acceptance (A_i/D pooled) of the verdict's reference.", *S, "position",

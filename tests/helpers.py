@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -77,12 +78,12 @@ class Exporter:
         return wait_until(scraped, what, timeout=deadline, detail=relevant)
 
 
-def wait_http(url: str, process: subprocess.Popen[bytes], what: str, deadline: float = DEADLINE_SECONDS) -> None:
-    """Poll `url` until it answers 200; fail early with the process's output if it exits."""
+def wait_http(url: str, process: subprocess.Popen[bytes], what: str, deadline: float = DEADLINE_SECONDS, log: Path | None = None) -> None:
+    """Poll `url` until it answers 200; fail early with the process's output (or its `log` file) if it exits."""
 
     def answers() -> bool:
         if process.poll() is not None:
-            output = process.stdout.read().decode() if process.stdout else ""
+            output = process.stdout.read().decode() if process.stdout else log.read_text() if log else ""
             raise AssertionError(f"{what} exited with {process.returncode}: {output}")
         try:
             return httpx.get(url, timeout=1).status_code == 200
@@ -93,11 +94,19 @@ def wait_http(url: str, process: subprocess.Popen[bytes], what: str, deadline: f
 
 
 @contextmanager
-def running_process(command: list[str], ready_url: str, what: str, stdin: int | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    """Start `command`, wait until `ready_url` answers, and always stop it afterwards."""
-    process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def running_process(
+    command: list[str], ready_url: str, what: str, stdin: int | None = None, log: Path | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start `command`, wait until `ready_url` answers, and always stop it afterwards; its output
+    goes to a pipe, or to the file `log` where the test reads it afterwards."""
+    output = open(log, "wb") if log else None  # noqa: SIM115  (the child keeps its own descriptor)
     try:
-        wait_http(ready_url, process, what)
+        process = subprocess.Popen(command, stdin=stdin, stdout=output or subprocess.PIPE, stderr=subprocess.STDOUT)
+    finally:
+        if output:
+            output.close()
+    try:
+        wait_http(ready_url, process, what, log=log)
         yield process
     finally:
         process.terminate()
@@ -116,11 +125,11 @@ def cli(*args: str) -> list[str]:
 
 
 @contextmanager
-def running_exporter(*args: str, stdin: int | None = None) -> Iterator[Exporter]:
+def running_exporter(*args: str, stdin: int | None = None, log: Path | None = None) -> Iterator[Exporter]:
     """`specdecode-exporter serve ARGS` on a free loopback port, ready when /-/healthy answers."""
     port = free_port()
     command = cli("serve", "--listen", f"127.0.0.1:{port}", *args)
-    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "exporter", stdin=stdin) as process:
+    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "exporter", stdin=stdin, log=log) as process:
         yield Exporter(process, f"http://127.0.0.1:{port}")
 
 

@@ -82,6 +82,30 @@ def _minutes(phases: list[Phase]) -> Iterator[tuple[int, Phase, bool, bool]]:
             minute += 1
 
 
+@dataclass(frozen=True)
+class Minute:
+    """One minute of a scenario: what vLLM counted in it (nothing when `missing`)."""
+
+    index: int
+    missing: bool
+    restart: bool  # the counters start again from 0 with this minute
+    drafts: int = 0
+    accepted: tuple[int, ...] = ()  # A_i, one per drafted position (k = its length)
+
+
+def minutes(phases: list[Phase]) -> Iterator[Minute]:
+    """The counts of every minute, noise drawn: the one source of vllm_series and of a sidecar fed the same traffic."""
+    for minute, phase, first, missing in _minutes(phases):
+        if missing:
+            yield Minute(minute, True, False)
+            continue
+        drafts, rates = phase.drafts_per_second, phase.rates
+        if phase.noise is not None:
+            drafts, rates = phase.noise(minute, drafts, rates)
+        count = round(drafts * 60)
+        yield Minute(minute, False, first and phase.restart, count, tuple(round(count * r) for r in rates))
+
+
 def vllm_series(labels: str, phases: list[Phase]) -> list[dict[str, str]]:
     """The input_series of one vLLM engine: `labels` like 'job="vllm",instance="a:8000",model_name="m",engine="0"'."""
     max_k = max(len(p.rates) for p in phases)
@@ -93,27 +117,23 @@ def vllm_series(labels: str, phases: list[Phase]) -> list[dict[str, str]]:
     out.accepted.append("0")
     for i in range(len(phases[0].rates)):
         out.positions[i][0] = "0"
-    for minute, phase, first, missing in _minutes(phases):
-        if missing:  # a failed scrape: Prometheus marks every series of the target stale, then has nothing
+    for minute in minutes(phases):
+        if minute.missing:  # a failed scrape: Prometheus marks every series of the target stale, then has nothing
             for column in (out.drafts, out.draft_tokens, out.accepted, *out.positions.values()):
                 column.append("stale" if column[-1] not in ("_", "stale") else "_")
             continue
-        if first and phase.restart:
+        if minute.restart:
             totals = dict.fromkeys(totals, 0.0)
             per_position = [0.0] * max_k
-        drafts, rates = phase.drafts_per_second, phase.rates
-        if phase.noise is not None:
-            drafts, rates = phase.noise(minute, drafts, rates)
-        count = round(drafts * 60)
-        accepted = [round(count * r) for r in rates]
+        count, accepted = minute.drafts, minute.accepted
         totals["drafts"] += count
-        totals["draft_tokens"] += count * len(rates)
+        totals["draft_tokens"] += count * len(accepted)
         totals["accepted"] += sum(accepted)
         out.drafts.append(f"{totals['drafts']:g}")
         out.draft_tokens.append(f"{totals['draft_tokens']:g}")
         out.accepted.append(f"{totals['accepted']:g}")
         for position in range(max_k):
-            if position < len(rates):
+            if position < len(accepted):
                 per_position[position] += accepted[position]
                 out.positions[position].append(f"{per_position[position]:g}")
             else:  # a series gone from the scrape is marked stale once

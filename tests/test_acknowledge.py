@@ -11,7 +11,7 @@ import bcrypt
 import httpx
 import pytest
 import yaml
-from helpers import cli, free_port
+from helpers import cli, running_exporter
 from waiting import wait_until
 
 from exporter.config import DeriveSettings
@@ -101,18 +101,13 @@ def test_http_and_cli_acknowledge_on_a_running_sidecar(tmp_path, secured):
         config.write_text(yaml.safe_dump({"basic_auth_users": {"ops": bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()}}))
         args += ["--web-config-file", str(config)]
         auth = ("ops", "s3cret")
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
     sidecar_log = tmp_path / "sidecar.log"
-    with sidecar_log.open("wb") as output:
-        process = subprocess.Popen(cli("serve", "--listen", f"127.0.0.1:{port}", *args), stdout=output, stderr=subprocess.STDOUT)
-    try:
+    with running_exporter(*args, log=sidecar_log) as sidecar:
+        base_url = sidecar.base_url
+
         def series() -> dict[str, Any] | None:
-            assert process.poll() is None, sidecar_log.read_text()
-            try:
-                found = httpx.get(base_url + "/api/v1/status", auth=auth, timeout=5).json()["series"]
-            except httpx.TransportError:
-                return None
+            assert sidecar.process.poll() is None, sidecar_log.read_text()
+            found = httpx.get(base_url + "/api/v1/status", auth=auth, timeout=5).json()["series"]
             return found[0] if found and found[0]["reference"]["drafts"] > 0 else None
 
         wait_until(series, "the log's series")
@@ -125,15 +120,13 @@ def test_http_and_cli_acknowledge_on_a_running_sidecar(tmp_path, secured):
         credentials = ["--user", "ops", "--password", "s3cret"] if secured else []
         wrong = _cli("--url", base_url, "--model-name", MODEL, "--config-k", "8", *credentials)
         assert wrong.returncode == 1 and "refused (409)" in wrong.stderr and "k = 4" in wrong.stderr
-        assert (series() or {}).get("reference_adopted") is None  # the refusals changed nothing
+        unchanged = series()
+        assert unchanged is not None and unchanged["reference_adopted"] is None  # the refusals changed nothing
         done = _cli("--url", base_url, "--model-name", MODEL, "--engine", "0", "--config-k", "4", *credentials)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(f"acknowledged {MODEL} engine 0 (log, {log})")
         after = series()
         assert after is not None and after["reference_adopted"]["how"] == "acknowledged"
         assert after["previous_references"][0]["retired"] == "acknowledged"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
     output = sidecar_log.read_text()
     assert "acknowledgement refused" in output and f"acknowledged by={'ops@' if secured else ''}127.0.0.1" in output

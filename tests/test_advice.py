@@ -82,7 +82,7 @@ def test_references_survive_a_restart_with_the_state_dir(tmp_path):
         exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == 31, "the capture")
     saved = json.loads((state / "references.json").read_text())
     (memory,) = saved["references"]
-    assert saved["version"] == 1 and sum(bucket[2] for bucket in memory["reference"]) > 25_000
+    assert saved["version"] == 1 and sum(bucket[2] for bucket in memory["reference"]["buckets"]) > 25_000
     # restarted on a log that holds only the last two stats intervals: the baseline is the old run's
     tail = [line for line in lines if "SpecDecoding" in line or "Engine 000" in line][-4:]
     log.write_text("\n".join(lines[:30] + tail) + "\n")

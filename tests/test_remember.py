@@ -32,7 +32,8 @@ from exporter.state.remember import WindowSums  # noqa: E402
 
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "25"))
 KEY = SeriesKey("log", "m", "0", "log")
-RULE = ReferenceRule(window_seconds=1800.0, bucket_seconds=120.0, min_drafts=800, hold_seconds=1500.0, recovery_seconds=200.0)
+RULE = ReferenceRule(window_seconds=1800.0, bucket_seconds=120.0, min_drafts=800, hold_seconds=1500.0, recovery_seconds=200.0,
+                     lookback_seconds=2400.0)
 WINDOW = 60.0
 LEVELS = {"healthy": 1.0, "dropped": 0.55, "collapsed": 0.12, "wasteful": 1.6}
 
@@ -188,5 +189,6 @@ def test_a_repeat_is_what_observe_does_with_one_more_interval(state, before, ste
     if nxt.end - repeat.origin >= repeat.seconds:
         return  # past the crossing observe must take the interval itself
     learned = {"reference": {"reference": memory.reference.learn(nxt, rule)}, "pending": {"pending": memory.pending.learn(nxt, rule)}}
-    assert observe(memory, nxt, state, rule) == replace(memory, last_at=nxt.end, **learned.get(repeat.learns or "", {}))
+    counted = {"held_back": memory.held_back.plus(nxt)} if memory.recovering_since is not None else {"period": memory.period.plus(nxt)}
+    assert observe(memory, nxt, state, rule) == replace(memory, last_at=nxt.end, **learned.get(repeat.learns or "", {}), **counted)
     assert state in HEALTHY or repeat.learns != "reference"

@@ -14,7 +14,7 @@ import click
 from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
 from exporter.cli.mixin import mixin
-from exporter.cli.options import derive_options, option, parse_windows, reference_options, reference_rule_args
+from exporter.cli.options import comma_list, derive_options, option, parse_windows, reference_options, reference_rule_args, seconds
 from exporter.cli.simulation import demo, simulate
 from exporter.config import (
     DEFAULT_LISTEN,
@@ -25,7 +25,6 @@ from exporter.config import (
     LogFormat,
     Settings,
     load_derive_settings,
-    parse_duration,
     parse_listen,
 )
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
@@ -70,8 +69,8 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
                 open(path, "rb").close()
             except OSError as error:
                 raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
+    seconds(health_window, "--health-window")
     try:
-        parse_duration(health_window)
         settings = load_derive_settings(config_path, draft_token_cost, health_window)
     except (ConfigError, ValueError) as error:
         raise click.UsageError(str(error)) from None
@@ -164,10 +163,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         raise click.UsageError("nothing to read: give --log, --target, --targets-file or --vllm-plugin-dir")
     if baseline_half_life is not None:
         logging.getLogger(__name__).warning("--baseline-half-life is gone and ignored: the verdict judges against each series' reference (--reference-hold)")
-    try:
-        stale_seconds = parse_duration(stale_after)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--stale-after") from None
+    stale_seconds = seconds(stale_after, "--stale-after")
     hold, reference_seconds, min_drafts = reference_rule_args(reference_hold, reference_window, reference_min_drafts)
     # the sources load here, not at the top: yaml and watchdog would slow every command's start-up (analyze's most)
     from exporter.sources.targets import TargetsError, default_pairs, target_from_url
@@ -186,14 +182,11 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     window_map = parse_windows(windows)
     if health_window not in window_map:
         raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
-    derived = tuple(part.strip() for value in derived_windows for part in value.split(",") if part.strip())
+    derived = comma_list(derived_windows)
     unknown = sorted(set(derived) - set(window_map) - {"all"})
     if unknown:
         raise click.BadParameter(f"{', '.join(unknown)} not among the windows {sorted(window_map)} (or `all`)", param_hint="--derived-windows")
-    try:
-        max_age = 0.0 if metrics_max_age.strip() in ("0", "0s") else parse_duration(metrics_max_age)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--metrics-max-age") from None
+    max_age = seconds(metrics_max_age, "--metrics-max-age", zero_is_off=True)
     exposition = ExpositionSettings(
         derived_windows=derived, speedup_all=speedup_candidates == "all", conditional=conditional_gauges, max_age=max_age
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -76,12 +77,27 @@ def _log_timezone(ctx: click.Context, param: click.Parameter, value: str | None)
     return value.strip()
 
 
-def parse_windows(values: tuple[str, ...]) -> dict[str, float]:
-    names = [part.strip() for value in values for part in value.split(",") if part.strip()]
+def comma_list(values: tuple[str, ...]) -> tuple[str, ...]:
+    """A flag given several times and/or as a comma list (`--window 1m,5m --window 1h`): its parts, blanks dropped."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+_OFF = re.compile(r"(0+(\.0*)?|\.0+)[smhd]?|never")
+
+
+def seconds(text: str, flag: str, *, zero_is_off: bool = False) -> float:
+    """A duration flag ('30s', '5m', '1h', '1d' or plain seconds) as seconds; where `zero_is_off`,
+    0 in any unit (or `never`) turns it off: 0.0. A bad value is a click error naming the flag."""
+    if zero_is_off and _OFF.fullmatch(text.strip()):
+        return 0.0
     try:
-        return {name: parse_duration(name) for name in names}
+        return parse_duration(text)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--window") from None
+        raise click.BadParameter(str(error), param_hint=flag) from None
+
+
+def parse_windows(values: tuple[str, ...]) -> dict[str, float]:
+    return {name: seconds(name, "--window") for name in comma_list(values)}
 
 
 def reference_options(func: F) -> F:
@@ -97,12 +113,4 @@ def reference_options(func: F) -> F:
 
 def reference_rule_args(hold: str, window: str, min_drafts: int) -> tuple[float, float, int]:
     """--reference-* values as seconds (hold 0 = never): (hold, window, min drafts); click errors name the flag."""
-    try:
-        hold_seconds = 0.0 if hold.strip() in ("0", "0s", "never") else parse_duration(hold)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--reference-hold") from None
-    try:
-        window_seconds = parse_duration(window)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--reference-window") from None
-    return hold_seconds, window_seconds, min_drafts
+    return seconds(hold, "--reference-hold", zero_is_off=True), seconds(window, "--reference-window"), min_drafts

@@ -32,6 +32,9 @@ class Assessment:
     verdict: Verdict
     notes: tuple[str, ...]
     k: int | None  # num_speculative_tokens: as configured, else as many as positions were reported
+    period: Totals | None = None  # the current period's sums (state/periods.py), where the store keeps a memory
+    period_derived: Derived | None = None
+    period_verdict: Verdict | None = None  # the verdict, its ok/wasteful part (and so its k) from the current period
 
 
 TREE_METHODS = ("ddtree", "tree")
@@ -93,7 +96,18 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
         )
     because = unknown_drafts_reason(series.config.method, series.config.server_version, k, series.config.variable_drafts)
     verdict = _held(judge(judged, baseline, settings.thresholds, window, because), series)
-    return Assessment(span, totals, derived, baseline, verdict, notes, k)
+    period = series.memory.current_period() if series.memory is not None else None
+    period_totals = period.totals(k) if period is not None and period.intervals else None
+    period_derived = derive(period_totals, settings.cost_for(series.config.method, series.key.model_name)) if period_totals else None
+    period_verdict = verdict
+    if period_derived is not None and verdict.state in HEALTHY:
+        # how many positions pay is a question for the whole current period, not for its last minutes: the
+        # verdict's reason and the recommended k come from this one derivation
+        by_period = judge(period_derived, None, settings.thresholds, "the current period")
+        period_verdict = by_period if by_period.state in HEALTHY else verdict
+    if span == "lifetime":  # analyze: the headline is the current period
+        verdict = period_verdict
+    return Assessment(span, totals, derived, baseline, verdict, notes, k, period_totals, period_derived, period_verdict)
 
 
 def _held(verdict: Verdict, series: SeriesSnapshot) -> Verdict:

@@ -10,10 +10,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from exporter.config import DeriveSettings
-from exporter.judge.assess import assess
+from exporter.judge.assess import Assessment, assess
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import health_since
+from exporter.state.periods import Period
 from exporter.state.reference import HEALTHY, Profile, ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.snapshot import SeriesSnapshot, Snapshot
 from exporter.state.window import Totals
@@ -74,6 +75,10 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
     """One series over its lifetime (analyze) or over a named window, with its verdict."""
     assessment = assess(series, settings, span)
     current, totals = assessment.derived, assessment.totals
+    now = current_period_fields(series, assessment, settings)
+    fields = derived_fields(current, totals)
+    if assessment.verdict.state in ("degraded", "broken"):  # no k advice from a failing curve, whatever the span
+        fields["recommended_speculative_tokens"] = now["recommended_speculative_tokens"] if now else None
     return {
         "upstream": series.key.upstream,
         "source": series.key.source,
@@ -81,8 +86,10 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "engine": series.key.engine,
         "format": series.variant or None,
         "window": span,
+        "current_period": now,  # the headline: what is true now
+        "earlier_periods": [earlier_period_fields(p) for p in reversed(series.memory.periods)] if series.memory is not None else [],
         "lines": totals.intervals,
-        **derived_fields(current, totals),
+        **fields,
         "drafts_bounds": [totals.drafts_low, totals.drafts_high] if totals.intervals and not totals.drafts_unknown else None,
         "num_speculative_tokens": assessment.k,
         "method": series.config.method,
@@ -130,6 +137,50 @@ def runs_fields(series: SeriesSnapshot, settings: DeriveSettings) -> list[dict[s
     return out
 
 
+CHECK_CONFIG = (
+    "fix the drafter before tuning k: compare the drafter's config.json with the target's "
+    "(specdecode-exporter check-config DRAFTER TARGET), and its curve with the reference's"
+)
+
+
+def current_period_fields(series: SeriesSnapshot, assessment: Assessment, settings: DeriveSettings) -> dict[str, Any] | None:
+    """The headline: the traffic since the last config change, restart or health change, with its
+    own numbers, verdict and advice. While the series is degraded or broken the advice is to fix
+    the drafter, and any k advice comes from the reference, never from the failing curve."""
+    memory, totals = series.memory, assessment.period
+    if memory is None or totals is None:
+        return None
+    period, verdict = memory.current_period(), assessment.period_verdict or assessment.verdict
+    fields = {"began_by": period.began_by or "first_traffic", "health": verdict.state, "reason": verdict.message,
+              "start": period.start, "end": period.end, **_identity(memory.identity), **derived_fields(assessment.period_derived, totals)}
+    fields["recommendation_from"] = "current_period" if fields["recommended_speculative_tokens"] is not None else None
+    fields["advice"] = None
+    if verdict.state in ("degraded", "broken"):
+        judged = memory.ready(series.reference_rule) if series.reference_rule is not None else None
+        k = assessment.k or len(totals.accepted_per_position) or None
+        from_reference = derive(_profile_totals(judged, k), settings.cost_for(series.config.method, series.key.model_name)) if judged and k else None
+        fields["recommended_speculative_tokens"] = from_reference.recommended_speculative_tokens if from_reference else None
+        fields["recommendation_from"] = "reference" if from_reference else None
+        fields["advice"] = CHECK_CONFIG + (f"; the reference's curve pays for k = {fields['recommended_speculative_tokens']}" if from_reference else "")
+    return fields
+
+
+def _profile_totals(profile: Profile, k: int) -> Totals:
+    return Totals(intervals=1, draft_tokens=profile.drafts * k, accepted_tokens=profile.accepted, drafts=profile.drafts, drafts_low=profile.drafts,
+                  drafts_high=profile.drafts, accepted_per_position=profile.accepted_per_position, k=k)
+
+
+def earlier_period_fields(period: Period) -> dict[str, Any]:
+    method, k, draft_model = (*period.config, None, None, None)[:3]
+    return {
+        "start": period.start, "end": period.end, "began_by": period.began_by or "first_traffic", "health": period.health or None,
+        "method": method, "num_speculative_tokens": k, "draft_model": draft_model, "drafts": None if period.drafts_unknown else period.drafts,
+        "mean_acceptance_length": _round(period.mean_acceptance_length),
+        "position0_acceptance": _round(period.accepted_per_position[0] / period.drafts)
+        if period.accepted_per_position and period.drafts and not period.drafts_unknown else None,
+    }
+
+
 def _identity(identity: SpecIdentity) -> dict[str, Any]:
     return {"method": identity.method, "num_speculative_tokens": identity.k, "draft_model": identity.draft_model}
 
@@ -149,16 +200,21 @@ def memory_fields(memory: SeriesMemory | None, rule: ReferenceRule | None) -> di
     """The reference the verdict judges against, the earlier ones, and the unhealthy spans."""
     if memory is None:
         return {"reference": None, "previous_references": [], "unhealthy_spans": [], "reference_adopted": None}
+    judged = memory.ready(rule) if rule is not None else memory.reference
     return {
         "reference": {
-            **profile_fields(memory.reference),
+            **profile_fields(judged or memory.reference),
             **_identity(memory.identity),
-            "ready": rule is None or memory.ready(rule) is not None,
+            # the best day of the lookback, not the pool of now: a decay since then is measured from it
+            "best_day": judged is not None and judged is not memory.reference,
+            "ready": judged is not None,
             "min_drafts": rule.min_drafts if rule else 0,
             "learning": (not memory.state or memory.state in HEALTHY) and memory.quiet_since is None,
         },
         "previous_references": [
-            {**profile_fields(r.profile), **_identity(r.identity), "retired": r.reason, "retired_at": r.at} for r in memory.retired
+            {**profile_fields((r.profile.judged(rule) if rule is not None else None) or r.profile), **_identity(r.identity),
+             "retired": r.reason, "retired_at": r.at}
+            for r in memory.retired
         ],
         "unhealthy_spans": [
             {"start": start, "end": end, "ongoing": end is None, "worst": worst} for start, end, worst in memory.spans

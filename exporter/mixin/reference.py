@@ -28,6 +28,10 @@ Why each part:
   config label tells them apart.
 - A restart keeps the reference: rate() handles the counter reset and the key does not change.
 - A lull cannot set a reference (average draft floor) and cannot alert (the alert's traffic floor).
+
+The sidecar holds the same definition (exporter/state/reference.py: the best day of healthy
+traffic within the hold); tests/test_normal.py holds the two equal on the same generated days.
+Only the sidecar can freeze on a drop, so only the rule keeps a config's first hours as candidates.
 """
 
 from __future__ import annotations

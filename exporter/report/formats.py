@@ -7,13 +7,21 @@ import io
 import time
 from typing import Any
 
+# one row per series and position; the numbers are the current period's (the headline), the
+# lifetime ones are labelled so, and the positions are the current period's
 CSV_COLUMNS = (
-    "upstream", "model_name", "engine", "format", "lines", "drafts", "draft_tokens", "accepted_tokens",
-    "mean_acceptance_length", "draft_acceptance_ratio", "num_speculative_tokens",
-    "recommended_speculative_tokens", "health", "health_since", "acceptance_length_histogram", "position", "accepted",
-    "position_acceptance", "conditional_acceptance",
+    "upstream", "model_name", "engine", "format", "lines", "period_start", "period_began_by", "drafts", "draft_tokens", "accepted_tokens",
+    "mean_acceptance_length", "draft_acceptance_ratio", "num_speculative_tokens", "recommended_speculative_tokens", "recommendation_from",
+    "health", "health_since", "lifetime_drafts", "lifetime_mean_acceptance_length", "lifetime_draft_acceptance_ratio",
+    "acceptance_length_histogram", "position", "accepted", "position_acceptance", "conditional_acceptance",
 )
 SERIES_COLUMNS = CSV_COLUMNS.index("position")  # the columns before it are the series', repeated on each row
+_PERIOD = {"period_start": "start", "period_began_by": "began_by", "drafts": "drafts", "draft_tokens": "draft_tokens",
+           "accepted_tokens": "accepted_tokens", "mean_acceptance_length": "mean_acceptance_length",
+           "draft_acceptance_ratio": "draft_acceptance_ratio", "recommended_speculative_tokens": "recommended_speculative_tokens",
+           "recommendation_from": "recommendation_from", "acceptance_length_histogram": "acceptance_length_histogram"}
+_LIFETIME = {"lifetime_drafts": "drafts", "lifetime_mean_acceptance_length": "mean_acceptance_length",
+             "lifetime_draft_acceptance_ratio": "draft_acceptance_ratio"}
 
 
 def _num(value: Any, spec: str = ".3f") -> str:
@@ -52,6 +60,7 @@ def _memory_lines(s: dict[str, Any]) -> list[str]:
     reference = s.get("reference")
     if reference and reference["drafts"]:
         state = "judging" if reference["ready"] else f"learning, {reference['drafts']} of {reference['min_drafts']} drafts"
+        state += " (the best day within the hold)" if reference.get("best_day") else ""
         lines.append(
             f"  reference L = {_num(reference['mean_acceptance_length'])} (position 0 {_num(_at(reference['position_acceptance'], 0))}) "
             f"from {reference['drafts']} healthy drafts, {_utc(reference['start'], undated)} – {_utc(reference['end'], undated)}; {state}"
@@ -93,8 +102,65 @@ def _sampled_lines(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def _numbers(s: dict[str, Any], indent: str) -> list[str]:
+    """Drafts, L, α and draft length of one span (a series entry or its current period)."""
+    ratio = s["draft_acceptance_ratio"]
+    return [
+        f"{indent}drafts {_num(s['drafts'], 'd')}   draft tokens {s['draft_tokens']}   accepted {s['accepted_tokens']}   wasted {s['wasted_draft_tokens']}",
+        f"{indent}mean acceptance length L = {_num(s['mean_acceptance_length'])}   "
+        f"draft acceptance α = {'—' if ratio is None else f'{100 * ratio:.1f}%'}   mean draft length {_num(s['mean_draft_length'], '.2f')}",
+    ]
+
+
+def _period_lines(s: dict[str, Any]) -> list[str]:
+    """The headline: what is true now, since the last config change, restart or health change."""
+    now = s.get("current_period")
+    if not now:
+        return [f"  recommended k = {_num(s['recommended_speculative_tokens'], 'd')}   verdict: {s['health']} — {s['reason']}"]
+    began = {"first_traffic": "the first traffic read", "config_change": "a config change", "health": "a change of health"}.get(
+        now["began_by"], now["began_by"].replace("_", " "))
+    length = f", {_hours(now['end'] - now['start'])}" if now["start"] is not None and now["end"] is not None else ""
+    source = {"reference": " (from the reference's curve, not the failing one)", "current_period": ""}.get(
+        now["recommendation_from"] or "", " (no healthy reference to take it from)" if now["advice"] else "")
+    undated = s.get("year_known") is False
+    lines = [f"  NOW — since {_utc(now['start'], undated)} ({began}{length}):", *_numbers(now, "    "),
+             f"    verdict: {s['health']} — {s['reason']}", f"    recommended k = {_num(now['recommended_speculative_tokens'], 'd')}{source}"]
+    if now["advice"]:
+        lines.append(f"    advice: {now['advice']}")
+    return lines
+
+
+def _positions_table(s: dict[str, Any]) -> list[str]:
+    """The current period's per-position table (else the span's), the reference's rate beside it."""
+    span = s.get("current_period") or s
+    if not span["position_acceptance"]:
+        return []
+    reference = s.get("reference") or {}
+    beside = reference.get("position_acceptance") if reference.get("ready") else None
+    lines = ["", "    pos  accepted   rate  conditional   E(k'=pos+1)  speed-up(k'=pos+1)" + ("  reference" if beside else "")]
+    for i, rate in enumerate(span["position_acceptance"]):
+        lines.append(
+            f"  {i:>5}  {_at(span['accepted_per_position'], i) or 0:>8}  {rate:.3f}"
+            f"        {_num(_at(span['conditional_acceptance'], i))}        {_num(_at(span['expected_tokens_per_step'], i + 1))}"
+            f"              {_num(_at(span['speedup_estimate'], i + 1))}" + (f"      {_num(_at(beside, i))}" if beside else "")
+        )
+    return lines
+
+
+def _earlier_lines(s: dict[str, Any]) -> list[str]:
+    periods, undated = s.get("earlier_periods") or [], s.get("year_known") is False
+    lines = ["  earlier periods (newest first):"] if periods else []
+    for p in periods:
+        config = f"{p['method'] or '?'}, k = {p['num_speculative_tokens'] or '?'}"
+        lines.append(
+            f"    {_utc(p['start'], undated)} → {_utc(p['end'], undated)}  {p['health'] or '?':<8}  began by {p['began_by'].replace('_', ' ')}  {config}  "
+            f"drafts {_num(p['drafts'], 'd')}  L = {_num(p['mean_acceptance_length'])}  position 0 {_num(p['position0_acceptance'])}"
+        )
+    return lines
+
+
 def render_table(report: dict[str, Any]) -> str:
-    """A per-series, per-position table for a terminal."""
+    """A per-series, per-position table for a terminal: what is true now first, then the past."""
     out: list[str] = []
     for s in report["series"]:
         out.append(f"{s['model_name']} · engine {s['engine']} · {s['upstream']}  ({s['format'] or '?'}, {s['lines']} spec lines)")
@@ -104,35 +170,22 @@ def render_table(report: dict[str, Any]) -> str:
         if s["server_version"]:
             config.append(f"vLLM {s['server_version']}")
         out.append("  " + ", ".join(config))
+        out.extend(_period_lines(s))
+        out.extend(_memory_lines(s))
+        out.extend(_earlier_lines(s))
         bounds = s["drafts_bounds"]
         exact = "" if bounds is None else " (exact)" if bounds[0] == bounds[1] else f" (true value in {bounds[0]}…{bounds[1]})"
-        out.append(
-            f"  drafts {_num(s['drafts'], 'd')}{exact}   draft tokens {s['draft_tokens']}   "
-            f"accepted {s['accepted_tokens']}   wasted {s['wasted_draft_tokens']}"
-        )
-        ratio = s["draft_acceptance_ratio"]
-        out.append(
-            f"  mean acceptance length L = {_num(s['mean_acceptance_length'])}   "
-            f"draft acceptance α = {'—' if ratio is None else f'{100 * ratio:.1f}%'}   "
-            f"mean draft length {_num(s['mean_draft_length'], '.2f')}"
-        )
-        out.append(f"  recommended k = {_num(s['recommended_speculative_tokens'], 'd')}   verdict: {s['health']} — {s['reason']}")
+        out.append(f"  {s['window']} (everything read, pooled){exact}:" if s.get("current_period") else f"  {s['window']}{exact}:")
+        out.extend(_numbers(s, "    "))
+        if s.get("current_period"):
+            out.append(f"    recommended k over the {s['window']} = {_num(s['recommended_speculative_tokens'], 'd')}")
         out.extend(f"  note: {note}" for note in s["notes"])
         out.extend(_run_lines(s))
-        out.extend(_memory_lines(s))
         out.append(f"  speed-up model: {s['cost_model']}")
-        histogram = s["acceptance_length_histogram"]
+        histogram = (s.get("current_period") or s)["acceptance_length_histogram"]
         if histogram is not None:
             out.append("  accepted exactly j of the drafted tokens: " + "  ".join(f"{j}: {100 * h:.1f}%" for j, h in enumerate(histogram)))
-        if s["position_acceptance"]:
-            out.append("")
-            out.append("    pos  accepted   rate  conditional   E(k'=pos+1)  speed-up(k'=pos+1)")
-            for i, rate in enumerate(s["position_acceptance"]):
-                out.append(
-                    f"  {i:>5}  {_at(s['accepted_per_position'], i) or 0:>8}  {rate:.3f}"
-                    f"        {_num(_at(s['conditional_acceptance'], i))}        {_num(_at(s['expected_tokens_per_step'], i + 1))}"
-                    f"              {_num(_at(s['speedup_estimate'], i + 1))}"
-                )
+        out.extend(_positions_table(s))
         out.append("")
     out.extend(_sampled_lines(report))
     if not report["series"] and not report["sampled"]:
@@ -151,11 +204,12 @@ def render_csv(report: dict[str, Any]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for s in report["series"]:
-        head = [s[name] for name in CSV_COLUMNS[:SERIES_COLUMNS]]
-        histogram = s["acceptance_length_histogram"]  # h_0..h_k in one cell: k + 1 values against k position rows
+        now = s.get("current_period") or {**s, "start": None, "began_by": None, "recommendation_from": None}
+        head = [now[_PERIOD[name]] if name in _PERIOD else s[_LIFETIME.get(name, name)] for name in CSV_COLUMNS[:SERIES_COLUMNS]]
+        histogram = head[CSV_COLUMNS.index("acceptance_length_histogram")]  # h_0..h_k in one cell: k + 1 values against k position rows
         head[CSV_COLUMNS.index("acceptance_length_histogram")] = None if histogram is None else ";".join(f"{h:.6f}" for h in histogram)
-        positions = s["position_acceptance"] or [None]
+        positions = now["position_acceptance"] or [None]
         for i, rate in enumerate(positions):
-            tail = [i, _at(s["accepted_per_position"], i), rate, _at(s["conditional_acceptance"], i)] if rate is not None else ["", "", "", ""]
+            tail = [i, _at(now["accepted_per_position"], i), rate, _at(now["conditional_acceptance"], i)] if rate is not None else ["", "", "", ""]
             writer.writerow(["" if v is None else v for v in head + tail])
     return buffer.getvalue()

@@ -39,11 +39,13 @@ class _View:
 
 @dataclass(frozen=True)
 class Phase:
-    """From `at` seconds after the start: this scenario (k, rates, method…), every position's rate r_i × `factor`."""
+    """From `at` seconds after the start: this scenario (k, rates, method…), every position's rate
+    r_i × `factor`, and the day curve's traffic × `traffic` (a lull: a small fraction)."""
 
     at: float
     scenario: Scenario
     factor: float = 1.0
+    traffic: float = 1.0
     restart: bool = False  # the server restarts here (shutdown and startup lines)
 
 
@@ -97,7 +99,7 @@ class LongLog:
     def _interval(self, phase: Phase, elapsed: float) -> Counts:
         k = phase.scenario.k
         day = 0.5 * (1 + math.sin(2 * math.pi * elapsed / 86400))
-        rate = self.drafts_per_second * (1 - self.day_swing * (1 - day))
+        rate = self.drafts_per_second * (1 - self.day_swing * (1 - day)) * phase.traffic
         drafts = max(0, round(self._rng.gauss(rate * self.log_interval, math.sqrt(rate * self.log_interval))))
         workload = max(0.0, self._rng.gauss(1.0, self.workload_noise))
         reached, per_position = drafts, []

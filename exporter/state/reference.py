@@ -1,9 +1,15 @@
 """A series' memory of what normal looks like: a reference learned only while it is healthy.
 
-The `degraded` verdict compares the judged window against this reference. It pools counts (D, A
-and A_i summed over hourly buckets of healthy traffic, so L = 1 + ΣA/ΣD and r_i = ΣA_i/ΣD), and
-it stops learning as soon as the series is judged degraded or broken: a drop that lasts days is
-judged against the level before the drop, not against itself. A new normal is taken only when
+The `degraded` verdict compares the judged window against this reference: the best day of healthy
+traffic within the hold (7 days), the same definition as the shipped raw-counter rule
+(mixin/reference.py). Counts are pooled (D, A and A_i summed over hourly buckets of healthy
+traffic, so L = 1 + ΣA/ΣD and r_i = ΣA_i/ΣD) over the last day; each time a bucket closes, that
+day's pool is a candidate, and the reference is the best candidate of the lookback or the pool
+of now, whichever has the higher L. A maximum may rise freely but cannot be walked down: a decay
+in steps too small for the threshold still leaves the best day in place, so it is caught once
+L − 1 is 30 % below that day (docs/runbook.md: a decay slower than 30 % of L − 1 in 7 days is
+followed instead). Learning stops as soon as the series is judged degraded or broken: a drop that
+lasts days is judged against the level before the drop, not against itself. A new normal is taken only when
 the speculative config changes (each config keeps its own reference; the retired ones stay
 visible), on an explicit acknowledgement, or after the series has been unhealthy longer than the
 hold. Everything here is a pure function of (time, counts, judged state) on the intervals' own
@@ -14,10 +20,11 @@ log's time throughout), so `serve` and `analyze` say the same of the same log.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from exporter.records import Interval, SpecConfig
+from exporter.state.periods import Period, closed, health_class, period_from_json, period_json
 from exporter.state.window import Totals
 
 HEALTHY = frozenset({"ok", "wasteful"})  # acceptance is as it should be (wasteful is about k, not the drafter)
@@ -30,18 +37,22 @@ MAX_SPANS = 32  # unhealthy spans remembered (for analyze's report and plot)
 class ReferenceRule:
     """How references are learned and replaced (`--reference-*` flags)."""
 
-    window_seconds: float = 86400.0  # the healthy traffic pooled into the reference
+    window_seconds: float = 86400.0  # the healthy traffic pooled into the reference (a day: the whole daily mix)
     bucket_seconds: float = 3600.0  # the pooling grain: older buckets leave the window whole
     min_drafts: int = 1000  # fewer drafts: the reference is still learning and judges nothing
     hold_seconds: float = 7 * 86400.0  # unhealthy for longer than this becomes the new normal; 0: never
+    lookback_seconds: float = 7 * 86400.0  # the best day within this is normal (the rule's reference_hold)
     # healthy verdicts must last this long before an unhealthy series counts as recovered: a drop
     # near the threshold must not flicker back to ok (and teach the reference) on one lucky window
     recovery_seconds: float = 900.0
 
     @classmethod
     def of(cls, hold: float, window: float, min_drafts: int) -> ReferenceRule:
-        """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them)."""
-        return cls(window_seconds=window, bucket_seconds=min(3600.0, window / 24), min_drafts=min_drafts, hold_seconds=hold)
+        """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them); the
+        best day is looked for within the hold (a week when the hold is off), as the rule does."""
+        bucket = min(3600.0, window / 24)
+        return cls(window_seconds=window, bucket_seconds=bucket, min_drafts=min_drafts, hold_seconds=hold,
+                   lookback_seconds=hold if hold > 0 else 7 * 86400.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +74,23 @@ def add_counts(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...]
     return tuple(a + b for a, b in zip(left + (0,) * (width - len(left)), right + (0,) * (width - len(right)), strict=True))
 
 
+def higher(left: Bucket, right: Bucket) -> bool:
+    """L of `left` above L of `right`, compared exactly (as integers: the batch path agrees): by E/D
+    where both pooled E (V0 counts, whose A is not a prefix count), else by A/D."""
+    if left.emitted is not None and right.emitted is not None:
+        return left.emitted * right.drafts > right.emitted * left.drafts
+    return left.accepted * right.drafts > right.accepted * left.drafts
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """Pooled counts of a span of traffic, in time buckets."""
+    """Pooled counts of a span of traffic, in time buckets, and the best days it has pooled."""
 
-    buckets: tuple[Bucket, ...] = ()
+    buckets: tuple[Bucket, ...] = ()  # the last window of traffic
+    # candidate days within the lookback, oldest first, each pooled as a bucket closed; only those
+    # no later one matched, so L falls along them and the first is the best
+    days: tuple[Bucket, ...] = ()
+    began: float | None = None  # the start of the first traffic pooled (a pool younger than its window is no candidate)
 
     @property
     def drafts(self) -> int:
@@ -93,44 +116,78 @@ class Profile:
         return self.buckets[-1].end if self.buckets else None
 
     @property
+    def emitted(self) -> int | None:
+        """Σ E where every bucket pooled it (V0 counts), else None."""
+        total: int | None = 0
+        for bucket in self.buckets:
+            total = _plus(total, bucket.emitted)
+        return total if self.buckets else None
+
+    @property
     def mean_acceptance_length(self) -> float | None:
         """1 + ΣA/ΣD; on V0 counts, whose A is not a prefix count, ΣE/ΣD (as derive.py)."""
-        drafts = self.drafts
+        drafts, emitted = self.drafts, self.emitted
         if not drafts:
             return None
-        emitted = [b.emitted for b in self.buckets]
-        if all(e is not None for e in emitted):
-            return sum(e for e in emitted if e is not None) / drafts
-        return 1.0 + self.accepted / drafts
+        return emitted / drafts if emitted is not None else 1.0 + self.accepted / drafts
 
     @property
     def position_acceptance(self) -> tuple[float, ...]:
         drafts = self.drafts
         return tuple(a / drafts for a in self.accepted_per_position) if drafts else ()
 
+    def pooled(self) -> Bucket | None:
+        """The window's traffic as one bucket."""
+        if not self.buckets:
+            return None
+        return Bucket(self.buckets[0].start, self.buckets[-1].end, self.drafts, self.accepted, self.accepted_per_position, self.emitted)
+
+    def judged(self, rule: ReferenceRule) -> Profile | None:
+        """What the verdict judges against: the best candidate day or the pool of now, whichever has
+        the higher L (the pool only with `min_drafts`); None while neither is there (learning)."""
+        live = self.drafts > 0 and self.drafts >= rule.min_drafts
+        best = self.days[0] if self.days else None
+        if best is not None and (not live or higher(best, Bucket(0.0, 0.0, self.drafts, self.accepted, (), self.emitted))):
+            return Profile((best,))
+        return self if live else None
+
     def learn(self, interval: Interval, rule: ReferenceRule) -> Profile:
-        """This profile with `interval` pooled in and buckets older than the window dropped."""
+        """This profile with `interval` pooled in, the closed window a candidate day, and buckets
+        older than the window and days older than the lookback dropped."""
         if not interval.drafts:
             return self
         start = interval.start if interval.start is not None else interval.end
         buckets = list(self.buckets)
+        days, began = self.days, self.began if self.began is not None else start
         last = buckets[-1] if buckets else None
         if last is not None and interval.end < last.start + rule.bucket_seconds:
             buckets[-1] = Bucket(last.start, max(last.end, interval.end), last.drafts + interval.drafts,
                                  last.accepted + interval.accepted_tokens, add_counts(last.accepted_per_position, interval.accepted_per_position),
                                  _plus(last.emitted, interval.emitted_tokens))
         else:
+            if last is not None:
+                days = with_day(days, self.pooled(), began, rule)
             buckets.append(Bucket(start, interval.end, interval.drafts, interval.accepted_tokens, interval.accepted_per_position,
                                   interval.emitted_tokens))
-        horizon = interval.end - rule.window_seconds
-        return Profile(tuple(b for b in buckets if b.end > horizon))
+        horizon, lookback = interval.end - rule.window_seconds, interval.end - rule.lookback_seconds
+        return Profile(tuple(b for b in buckets if b.end > horizon), tuple(d for d in days if d.end > lookback), began)
 
     @classmethod
     def of_totals(cls, totals: Totals) -> Profile:
         if not totals.drafts or totals.drafts_unknown or totals.end is None:
             return cls()
         start = totals.start if totals.start is not None else totals.end
-        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position, totals.known_emitted),))
+        return cls((Bucket(start, totals.end, totals.drafts, totals.accepted_tokens, totals.accepted_per_position, totals.known_emitted),),
+                   began=start)
+
+
+def with_day(days: tuple[Bucket, ...], day: Bucket | None, began: float | None, rule: ReferenceRule) -> tuple[Bucket, ...]:
+    """The candidates after `day` (a window's pool as its last bucket closed) joins them: a pool
+    of a whole window (a day: one easy first hour must not stand as the best day for a week) with
+    enough drafts; the earlier ones it matches can never be the best again."""
+    if day is None or began is None or day.end - began < rule.window_seconds - rule.bucket_seconds or day.drafts < max(1, rule.min_drafts):
+        return days
+    return (*(d for d in days if higher(d, day)), day)
 
 
 _EMPTY = Profile()
@@ -186,10 +243,18 @@ class SeriesMemory:
     spans: tuple[tuple[float, float | None, str], ...] = ()  # (start, end or None while open, worst state)
     adopted: tuple[str, float] | None = None  # the last new normal: (how, when)
     last_at: float | None = None
+    period: Period = field(default_factory=Period)  # the traffic since the last config change, restart or health change (periods.py)
+    held_back: Period = field(default_factory=Period)  # a recovery's traffic while it is not yet proven
+    periods: tuple[Period, ...] = ()  # the earlier ones, oldest first
+
+    def current_period(self) -> Period:
+        """The traffic since the last config change, restart or health change, a recovery's included."""
+        return self.period.joined(self.held_back)
 
     def ready(self, rule: ReferenceRule) -> Profile | None:
-        """The reference when it holds enough evidence to judge by, else None."""
-        return self.reference if self.reference.drafts >= rule.min_drafts else None
+        """The reference judged against (the best day, or the pool of now) when it holds enough
+        evidence to judge by, else None."""
+        return self.reference.judged(rule)
 
 
 def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tuple[SeriesMemory, bool]:
@@ -205,11 +270,53 @@ def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tu
     return replace(
         memory, identity=identity, reference=comeback, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]),
         unhealthy_since=None, recovering_since=None, adopted=("config_change", at), spans=_closed(memory.spans, at), state="", since=at,
+        **_new_period(memory, "config_change"),
     ), True
+
+
+def _new_period(memory: SeriesMemory, began_by: str, health: str = "") -> dict[str, Any]:
+    """The memory's period fields after closing its current period (periods.py)."""
+    current = memory.period.joined(memory.held_back)
+    return {"periods": closed(memory.periods, current, memory.identity.fields(), health_class(memory.state)),
+            "period": Period(began_by=began_by, health=health), "held_back": Period()}
+
+
+def restarted(memory: SeriesMemory) -> SeriesMemory:
+    """The server restarted: a new period. Its health is the memory's while that is healthy; while
+    unhealthy it is decided by the next verdict (a restart is how a drafter gets fixed)."""
+    if not memory.period.intervals and not memory.held_back.intervals:
+        return memory
+    return replace(memory, **_new_period(memory, "restart", "healthy" if health_class(memory.state) == "healthy" else ""))
 
 
 def observe(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
     """The memory after `interval`, judged `state` over the judged window that ends with it."""
+    return _counted(memory, _observed(memory, interval, state, rule), interval)
+
+
+def _counted(before: SeriesMemory, after: SeriesMemory, interval: Interval) -> SeriesMemory:
+    """`after` with `interval` counted into its period, cut where `observe` changed the health class
+    or took a new normal (periods.py)."""
+    current, held = before.period, before.held_back
+    was, now = health_class(before.state), health_class(after.state)
+    if after.adopted != before.adopted and after.adopted is not None:  # the hold, with this interval
+        ended = replace(before, period=current.joined(held).plus(interval), held_back=Period())
+        return replace(after, **_new_period(ended, after.adopted[0]))
+    if was and now and was != now:
+        if not current.health:  # the first verdict of a period a restart began: the restart's outcome
+            return replace(after, period=replace(current.joined(held).plus(interval), health=now), held_back=Period())
+        old, new = (current, held) if now == "healthy" else (current.joined(held), Period())  # a recovery's traffic is the new period's
+        return replace(after, periods=closed(before.periods, old, before.identity.fields(), was),
+                       period=Period(began_by="health", health=now).joined(new).plus(interval), held_back=Period())
+    if after.recovering_since is not None:
+        return replace(after, period=current, held_back=held.plus(interval))
+    current = current.joined(held).plus(interval)
+    if not current.health and now and after.since is not None and current.start is not None and after.since >= current.start:
+        current = replace(current, health=now)  # first judged within this period
+    return replace(after, period=current, held_back=Period())
+
+
+def _observed(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
     at = interval.end
     if state not in HEALTHY and state not in UNHEALTHY:  # no_data: too little to learn from or to judge by
         return replace(memory, last_at=at, quiet_since=at if memory.quiet_since is None else memory.quiet_since)
@@ -282,7 +389,7 @@ def adopt(memory: SeriesMemory, how: str, at: float, rule: ReferenceRule, recent
         new = Profile.of_totals(recent)
     retired = [Retired(memory.identity, memory.reference, how, at), *memory.retired] if memory.reference.buckets else list(memory.retired)
     return replace(memory, reference=new, pending=Profile(), retired=tuple(retired[:MAX_RETIRED]), unhealthy_since=None,
-                   recovering_since=None, adopted=(how, at), spans=_closed(memory.spans, at), state="", since=at)
+                   recovering_since=None, adopted=(how, at), spans=_closed(memory.spans, at), state="", since=at, **_new_period(memory, how))
 
 
 def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tuple[tuple[float, float | None, str], ...]:
@@ -294,8 +401,8 @@ def _closed(spans: tuple[tuple[float, float | None, str], ...], at: float) -> tu
 # --- the state dir ---------------------------------------------------------------------------
 
 
-def _profile_json(profile: Profile) -> list[list[Any]]:
-    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position), b.emitted] for b in profile.buckets]
+def _buckets_json(buckets: tuple[Bucket, ...]) -> list[list[Any]]:
+    return [[b.start, b.end, b.drafts, b.accepted, list(b.accepted_per_position), b.emitted] for b in buckets]
 
 
 def _bucket(row: list[Any]) -> Bucket:
@@ -304,8 +411,20 @@ def _bucket(row: list[Any]) -> Bucket:
     return Bucket(float(s), float(e), int(d), int(a), tuple(int(x) for x in p), None if emitted is None else int(emitted))
 
 
+def _buckets(data: Any) -> tuple[Bucket, ...]:
+    return tuple(_bucket(row) for row in data or ())
+
+
+def _profile_json(profile: Profile) -> dict[str, Any]:
+    return {"buckets": _buckets_json(profile.buckets), "days": _buckets_json(profile.days), "began": profile.began}
+
+
 def _profile(data: Any) -> Profile:
-    return Profile(tuple(_bucket(row) for row in data or ()))
+    if not isinstance(data, Mapping):  # a state dir from before the best day: its buckets alone
+        buckets = _buckets(data)
+        return Profile(buckets, began=buckets[0].start if buckets else None)
+    began = data.get("began")
+    return Profile(_buckets(data.get("buckets")), _buckets(data.get("days")), None if began is None else float(began))
 
 
 def _identity(data: Mapping[str, Any]) -> SpecIdentity:
@@ -322,6 +441,7 @@ def memory_json(memory: SeriesMemory) -> dict[str, Any]:
         "state": memory.state, "since": memory.since, "quiet_since": memory.quiet_since,
         "unhealthy_since": memory.unhealthy_since, "recovering_since": memory.recovering_since, "spans": [list(span) for span in memory.spans],
         "adopted": list(memory.adopted) if memory.adopted else None, "last_at": memory.last_at,
+        "period": period_json(memory.period), "held_back": period_json(memory.held_back), "periods": [period_json(p) for p in memory.periods],
     }
 
 
@@ -341,4 +461,7 @@ def memory_from_json(data: Mapping[str, Any]) -> SeriesMemory:
         spans=tuple((float(s), None if e is None else float(e), str(w)) for s, e, w in data.get("spans") or ()),
         adopted=(str(adopted[0]), float(adopted[1])) if adopted else None,
         last_at=data.get("last_at"),
+        period=period_from_json(data.get("period")),
+        held_back=period_from_json(data.get("held_back")),
+        periods=tuple(period_from_json(p) for p in data.get("periods") or ()),
     )

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from exporter.records import Interval
-from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, add_counts, repeat_of
+from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, add_counts, repeat_of, with_day
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
@@ -118,24 +118,31 @@ class _Rows:
 
 @dataclass(frozen=True)
 class Pooled:
-    """A profile after learning many rows, and its (D, A) sums before each of them."""
+    """A profile after learning many rows, and what the verdict judged against before each of them."""
 
     profile: Profile
     learned: np.ndarray  # the rows learn() took (those with drafts), in order
-    drafts: np.ndarray  # D before learned[p], for p = 0 … len(learned) (the last: after them all)
+    drafts: np.ndarray  # D of the pool before learned[p], for p = 0 … len(learned) (the last: after them all)
     accepted: np.ndarray
+    best_drafts: np.ndarray  # the best candidate day's D and A before learned[p] (D 0: none)
+    best_accepted: np.ndarray
 
-    def before(self, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        """(D, A) of the profile as each row first … stop − 1 is judged."""
+    def before(self, first: int, stop: int, rule: ReferenceRule) -> tuple[np.ndarray, np.ndarray]:
+        """(D, A) of the judged reference (Profile.judged; the pool's own when none is) as each row
+        first … stop − 1 is judged."""
         at = np.searchsorted(self.learned, np.arange(first, stop), side="left")
-        return self.drafts[at], self.accepted[at]
+        drafts, accepted, best_drafts, best_accepted = self.drafts[at], self.accepted[at], self.best_drafts[at], self.best_accepted[at]
+        live = (drafts > 0) & (drafts >= rule.min_drafts)
+        best = (best_drafts > 0) & (~live | (best_accepted * drafts > accepted * best_drafts))
+        return np.where(best, best_drafts, drafts), np.where(best, best_accepted, accepted)
 
 
 def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> Pooled:
     """`profile.learn` of each chosen row in order, at once (rows end in order: buckets are runs)."""
     learned = chosen[rows.drafts[chosen] > 0]  # learn() passes over an interval without drafts
     if not len(learned):
-        return Pooled(profile, learned, np.array([profile.drafts]), np.array([profile.accepted]))
+        best = profile.days[0] if profile.days else Bucket(0.0, 0.0, 0, 0, ())
+        return Pooled(profile, learned, np.array([profile.drafts]), np.array([profile.accepted]), np.array([best.drafts]), np.array([best.accepted]))
     old = list(profile.buckets)
     ends, horizons = rows.ends[learned], rows.ends[learned] - rule.window_seconds
     # new buckets as (start, first, stop) over `learned`; the old last bucket takes rows while they end before its start + a bucket
@@ -170,11 +177,46 @@ def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule)
             gone_drafts[leave + 1] += bucket.drafts
             gone_accepted[leave + 1] += bucket.accepted
     kept = Profile(tuple(b for b, leave in zip(buckets, leaves, strict=True) if leave >= len(learned)))
+    first_row = learned[0]
+    began = profile.began if profile.began is not None else float(rows.ends[first_row] if np.isnan(rows.starts[first_row]) else rows.starts[first_row])
+    days, best_drafts, best_accepted = _days(profile.days, buckets, leaves, len(old), spans, rows.ends[learned] - rule.lookback_seconds, began, rule)
     return Pooled(
-        kept, learned,
+        Profile(kept.buckets, days, began), learned,
         profile.drafts + np.concatenate(([0], np.cumsum(drafts))) - np.cumsum(gone_drafts),
         profile.accepted + np.concatenate(([0], np.cumsum(accepted))) - np.cumsum(gone_accepted),
+        best_drafts, best_accepted,
     )
+
+
+def _days(
+    days: tuple[Bucket, ...], buckets: list[Bucket], leaves: list[int], old: int, spans: list[tuple[float, int, int]],
+    lookbacks: np.ndarray, began: float | None, rule: ReferenceRule,
+) -> tuple[tuple[Bucket, ...], np.ndarray, np.ndarray]:
+    """The candidate days after the learns, and the best one's (D, A) before each learn, as
+    Profile.learn moves them: when learn p opens a bucket, the window's pool (the complete buckets
+    not yet left) joins them; then the days that ended before learn p's lookback leave."""
+    joins: list[tuple[int, Bucket | None]] = []
+    for j, (_, first, _) in enumerate(spans):
+        if old + j == 0:
+            continue  # the very first bucket: nothing pooled before it
+        present = Profile(tuple(b for b, leave in zip(buckets[: old + j], leaves[: old + j], strict=True) if leave >= first))
+        joins.append((first, present.pooled()))
+    n = len(lookbacks)
+    best_drafts, best_accepted = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+    current, filled, upcoming = list(days), 0, iter(joins)
+    join = next(upcoming, None)
+    while True:
+        expires = int(np.searchsorted(lookbacks, current[0].end, side="left")) if current else n
+        learn = min(join[0] if join is not None else n, expires)  # the next learn that changes the days
+        if current:
+            best_drafts[filled : learn + 1], best_accepted[filled : learn + 1] = current[0].drafts, current[0].accepted
+        if learn >= n:
+            return tuple(current), best_drafts, best_accepted
+        if join is not None and join[0] == learn:
+            current = list(with_day(tuple(current), join[1], began, rule))
+            join = next(upcoming, None)
+        current = [d for d in current if d.end > lookbacks[learn]]
+        filled = learn + 1
 
 
 def remember_columns(
@@ -216,7 +258,7 @@ class _Walk:
         learning = memory.state not in UNHEALTHY  # else the reference is frozen for the whole stretch
         chosen = self.base + np.arange(at, stop)
         pooled = pool(memory.reference, self.rows, chosen[self.looks_healthy[at:stop]] if learning else chosen[:0], self.rule)
-        ref_drafts, ref_accepted = pooled.before(self.base + at, self.base + stop)
+        ref_drafts, ref_accepted = pooled.before(self.base + at, self.base + stop, self.rule)
         ready = (ref_drafts >= self.rule.min_drafts) & (ref_drafts > 0)
         lengths = np.where(ready, 1.0 + ref_accepted / np.where(ready, ref_drafts, 1), np.nan)
         judged = self.judge(self.sums.rows(at, stop), lengths, ref_drafts)
@@ -228,7 +270,7 @@ class _Walk:
             memory = self.observe(memory, self.columns.intervals(row, row + 1)[0], state)
             row += 1
             if (memory.state not in UNHEALTHY) != learning or (
-                row < stop and (memory.reference.drafts, memory.reference.accepted) != (ref_drafts[row - at], ref_accepted[row - at])
+                row < stop and _judged(memory, self.rule) != (ref_drafts[row - at], ref_accepted[row - at])
             ):
                 return memory, row  # the stretch's assumption about the reference no longer holds: judge again from here
             following = int(np.searchsorted(changes, row - at, side="left"))
@@ -243,10 +285,28 @@ class _Walk:
         return memory, stop
 
 
+def _judged(memory: SeriesMemory, rule: ReferenceRule) -> tuple[int, int]:
+    """(D, A) of what the memory judges against now, as Pooled.before gives it."""
+    judged = memory.reference.judged(rule) or memory.reference
+    return judged.drafts, judged.accepted
+
+
 def _repeated(memory: SeriesMemory, learns: str | None, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> SeriesMemory:
-    last_at = float(rows.ends[chosen[-1]])
+    memory = _counted(memory, rows, chosen)
     if learns == "reference":
-        return replace(memory, last_at=last_at, reference=pool(memory.reference, rows, chosen, rule).profile)
+        return replace(memory, reference=pool(memory.reference, rows, chosen, rule).profile)
     if learns == "pending":
-        return replace(memory, last_at=last_at, pending=pool(memory.pending, rows, chosen, rule).profile)
-    return replace(memory, last_at=last_at)
+        return replace(memory, pending=pool(memory.pending, rows, chosen, rule).profile)
+    return memory
+
+
+def _counted(memory: SeriesMemory, rows: _Rows, chosen: np.ndarray) -> SeriesMemory:
+    """The rows counted into the memory's period, as `observe` counts each where none changes it:
+    aside while a recovery is being proven, else into the current period."""
+    first, last = chosen[0], chosen[-1]
+    start = float(rows.ends[first] if np.isnan(rows.starts[first]) else rows.starts[first])
+    sums = (len(chosen), int(rows.drafts[chosen].sum()), 0, int(rows.draft_tokens[chosen].sum()), int(rows.accepted[chosen].sum()),
+            tuple(rows.positions[chosen].sum(axis=0).tolist()), start, float(rows.ends[last]))
+    if memory.recovering_since is not None:
+        return replace(memory, last_at=sums[-1], held_back=memory.held_back.plus_sums(*sums))
+    return replace(memory, last_at=sums[-1], period=memory.period.plus_sums(*sums))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
 from exporter.state.health import HealthMemory, key_text
-from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json
+from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json, restarted
 from exporter.state.saved import entries, key_json, restore_source, series_json, source_json, totals_from_json
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
@@ -36,6 +36,9 @@ __all__ = ["AcknowledgeError", "HealthMemory", "Store"]
 
 log = logging.getLogger(__name__)
 MAX_RUNS = 8  # runs of one series kept for the report (a config change starts one; the oldest go)
+
+RESTARTS_FROM_CONFIG = ("log", "plugin")  # sources whose config records are startup lines
+RESTARTS_FROM_RESETS = "metrics"  # a scrape source: a restart shows as counters that reset
 
 
 class AcknowledgeError(ValueError):
@@ -193,18 +196,31 @@ class Store:
             self._configs.pop(upstream, None)
 
     def record_config(self, upstream: str, config: SpecConfig) -> None:
+        """A server announced its config: at its start. After traffic this process has counted, a
+        log's or plugin's startup is a restart, and its series begin a new period (periods.py);
+        a scrape's config comes with every /version and says nothing of restarts."""
         with self._lock:
             self.version += 1
             self._configs[upstream] = config
+            for series in self._series.values():
+                if series.key.upstream == upstream and series.key.source in RESTARTS_FROM_CONFIG and series.last_update:
+                    series.memory = restarted(series.memory)
 
     def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
-        """Apply `update` to the upstream's stats under the lock."""
+        """Apply `update` to the upstream's stats under the lock. A scrape that saw the counters
+        reset is a restart: the target's series begin a new period (a log's restarts come with its
+        startup lines, record_config)."""
         with self._lock:
             self.version += 1
             stats = self._sources.get(upstream)
             if stats is None:
                 stats = self._sources[upstream] = SourceStats(kind=kind)
+            resets = stats.resets
             update(stats)
+            if stats.resets > resets and kind == RESTARTS_FROM_RESETS:
+                for series in self._series.values():
+                    if series.key.upstream == upstream and series.key.source == RESTARTS_FROM_RESETS and series.last_update:
+                        series.memory = restarted(series.memory)
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""

@@ -33,6 +33,19 @@ function previous(entry) {
   return (entry.previous_references || []).map((r) => `<p class="muted previous">earlier reference (${esc(r.method || "?")}, k = ${r.num_speculative_tokens ?? "?"}${r.draft_model ? ", " + esc(r.draft_model) : ""}): L ${fmt(r.mean_acceptance_length)}, positions ${(r.position_acceptance || []).slice(0, 6).map((v) => fmt(v)).join(" ")} — ${esc(String(r.retired).replace("_", " "))} ${when(r.retired_at)}</p>`).join("");
 }
 
+const BEGAN = { first_traffic: "the first traffic", restart: "a restart", config_change: "a config change", health: "a change of health", acknowledged: "an acknowledgement", hold: "the hold" };
+
+function period(entry) {
+  // what is true now: since the last config change, restart or health change; the past under it
+  const now = entry.current_period;
+  if (!now) return "";
+  const k = now.recommended_speculative_tokens ?? "—", from = now.recommendation_from === "reference" ? " (from the reference)" : "";
+  let html = `<p class="now">now, since ${when(now.start)} (${esc(BEGAN[now.began_by] || now.began_by)}): L <b>${fmt(now.mean_acceptance_length)}</b>, α ${pct(now.draft_acceptance_ratio)}, recommended k <b>${k}</b>${from}</p>`;
+  if (now.advice) html += `<p class="advice">${esc(now.advice)}</p>`;
+  html += (entry.earlier_periods || []).slice(0, 4).map((p) => `<p class="muted earlier">before: ${when(p.start)} → ${when(p.end)} ${esc(p.health || "?")} (${esc(BEGAN[p.began_by] || p.began_by)}), k = ${p.num_speculative_tokens ?? "?"}, L ${fmt(p.mean_acceptance_length)}, position 0 ${fmt(p.position0_acceptance)}</p>`).join("");
+  return html;
+}
+
 function curve(entry) {
   const rates = entry.position_acceptance || [], cond = entry.conditional_acceptance || [];
   const k = rates.length, w = 320, h = 130, pad = 18, slot = (w - pad) / Math.max(k, 1), bw = slot * 0.38;
@@ -46,7 +59,7 @@ function curve(entry) {
     if (k <= 16 || i % 2 === 0) bars += `<text x="${x + bw}" y="${h - 3}" text-anchor="middle">${i}</text>`;
   });
   let marker = "";
-  const best = entry.recommended_speculative_tokens;
+  const best = entry.current_period ? entry.current_period.recommended_speculative_tokens : entry.recommended_speculative_tokens;
   if (best !== null && best !== undefined && k) {
     const x = pad + best * slot - slot * 0.12, right = x > w - 100;
     marker = `<line class="k-marker" data-k="${best}" x1="${x}" x2="${x}" y1="6" y2="${h - 14}"/><text x="${right ? x - 4 : x + 4}" y="14" text-anchor="${right ? "end" : "start"}">recommended k = ${best}</text>`;
@@ -81,14 +94,15 @@ function card(entry, source, checks) {
   return `<article class="card" data-upstream="${esc(entry.upstream)}" data-model="${esc(entry.model_name)}" data-engine="${esc(entry.engine)}" data-source="${esc(entry.source)}">
     <h2>${esc(entry.model_name)} <span class="badge">engine ${esc(entry.engine)}</span><span class="badge">${esc(entry.source)}</span>
       <span class="verdict ${esc(entry.health)}">${esc(entry.health.replace("_", " "))}</span>${since(entry)}</h2>
-    <p class="reason">${esc(entry.reason || "")}</p>
+    <p class="reason">${esc((entry.current_period ? entry.current_period.reason : entry.reason) || "")}</p>
+    ${period(entry)}
     ${(entry.notes || []).map((n) => `<p class="muted note">${esc(n)}</p>`).join("")}
     <div class="numbers">
       <div><b class="mal">${fmt(entry.mean_acceptance_length)}</b><span>mean acceptance length</span></div>
       ${reference(entry)}
       <div><b>${pct(entry.draft_acceptance_ratio)}</b><span>draft acceptance</span></div>
       <div><b>${entry.num_speculative_tokens ?? "—"}</b><span>k drafted</span></div>
-      <div><b class="rec-k">${entry.recommended_speculative_tokens ?? "—"}</b><span>recommended k</span></div>
+      <div><b class="rec-k">${(entry.current_period ? entry.current_period.recommended_speculative_tokens : entry.recommended_speculative_tokens) ?? "—"}</b><span>recommended k${entry.current_period && entry.current_period.recommendation_from === "reference" ? " (reference)" : ""}</span></div>
     </div>
     <div class="plots"><div>${curve(entry)}
     <p class="legend"><span><i style="background:var(--rate)"></i>reached position i</span><span><i style="background:var(--cond)"></i>accepted given i−1</span><span><i class="tick"></i>reference</span><span>window ${esc(entry.window)}</span></p></div>
