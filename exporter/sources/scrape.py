@@ -148,6 +148,11 @@ class ScrapeSource:
             )
         return client
 
+    def reload_targets(self) -> None:
+        """Read the targets file again at the next cycle, changed or not (SIGHUP)."""
+        if self.targets_file is not None:
+            self.targets_file.reload()
+
     # --- one cycle ---------------------------------------------------------------------------
 
     def current_targets(self) -> list[Target]:

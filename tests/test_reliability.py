@@ -1,0 +1,256 @@
+"""Acceptance: the transitions of production lose nothing and count nothing twice; hostile input
+cannot stall, exhaust or fool the sidecar (issue 26). Each test reproduces one finding against the
+real sidecar process — real files rotated, real signals, loopback servers — and fails on the old code.
+
+Run them alone with `pytest -m reliability`; they are `slow` too, so CI runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import cli, free_port, running_exporter, running_process, value
+from waiting import wait_until
+from workload import FILLER, SPEC_LINES, LogWriter, accepted_in
+
+pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+
+
+class Tally:
+    """Lines appended to a log, one spec line in `spec_every`, with what the sidecar must count."""
+
+    def __init__(self, spec_every: int = 10) -> None:  # 0: access lines only
+        self.lines = self.spec_lines = self.accepted = 0
+        self.spec_every = spec_every
+
+    def text(self, count: int) -> str:
+        out = []
+        for _ in range(count):
+            if self.spec_every and self.lines % self.spec_every == 0:
+                line = SPEC_LINES[self.spec_lines % len(SPEC_LINES)]
+                self.spec_lines += 1
+                self.accepted += accepted_in(line)
+            else:
+                line = FILLER  # access lines carry no time: files and copies of them start alike
+            out.append(line + "\n")
+            self.lines += 1
+        return "".join(out)
+
+    def append(self, path: Path, count: int) -> None:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(self.text(count))
+
+
+def counted(exporter, upstream: str | None = None) -> float:  # type: ignore[no-untyped-def]
+    labels = {"upstream": upstream} if upstream else {}
+    return value(exporter.scrape(), "specdecode_log_lines_total", **labels) or 0.0
+
+
+def settle(exporter, paths: list[Path], tally: Tally, upstream: str | None = None) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """Wait until every line written is counted, then prove reading is past them: one more line is
+    appended and counted, so the counts read now are final (a double count has happened by then)."""
+    wait_until(lambda: counted(exporter, upstream) >= tally.lines, f"{tally.lines} lines counted", timeout=30,
+               detail=lambda: f"counted {counted(exporter, upstream)}")
+    with open(paths[0], "a", encoding="utf-8") as handle:  # a filler line: only the line count moves
+        handle.write(FILLER + "\n")
+    tally.lines += 1
+    wait_until(lambda: counted(exporter, upstream) >= tally.lines, "the marker line counted", timeout=30)
+    return exporter.scrape()
+
+
+def assert_exact(samples, tally: Tally, upstream: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    labels = {"upstream": upstream} if upstream else {}
+    assert value(samples, "specdecode_log_lines_total", **labels) == tally.lines
+    assert (value(samples, "specdecode_log_spec_lines_total", **labels) or 0) == tally.spec_lines
+    assert (value(samples, "specdecode_accepted_tokens_total", **labels) or 0) == tally.accepted
+
+
+def saved_once_more(state: Path) -> None:
+    """Wait for the state file to be written again (the follower saves after a pass, once a second)."""
+    before = (state / "state.json").stat().st_mtime_ns if (state / "state.json").exists() else 0
+    wait_until(lambda: (state / "state.json").exists() and (state / "state.json").stat().st_mtime_ns > before, "a save", timeout=15)
+
+
+def serve(*args: str) -> tuple[list[str], str]:
+    port = free_port()
+    return cli("serve", "--listen", f"127.0.0.1:{port}", *args), f"http://127.0.0.1:{port}/-/healthy"
+
+
+# --- (1) a clean stop keeps positions: the Kubernetes rollout --------------------------------------
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("restart_from_start", [False, True])
+def test_a_clean_stop_resumes_exactly_where_it_stopped(tmp_path, stop, restart_from_start):
+    log, state, tally = tmp_path / "vllm.log", tmp_path / "state", Tally()
+    tally.append(log, 1000)
+    command, ready = serve("--log", str(log), "--from-start", "--state-dir", str(state))
+    with running_process(command, ready, "sidecar") as process:
+        wait_until(lambda: counted_at(ready) >= 1000, "1,000 lines counted")
+        process.send_signal(stop)
+        assert process.wait(timeout=20) in (0, -stop)  # uvicorn re-raises the signal after its clean shutdown
+    saved = json.loads((state / "state.json").read_text())
+    assert [entry["path"] for entry in saved["files"]] == [str(log)]  # was: "files": [] after a clean stop
+    tally.append(log, 500)  # written while the sidecar was down
+    with running_exporter("--log", str(log), "--state-dir", str(state), *(["--from-start"] if restart_from_start else [])) as exporter:
+        assert_exact(settle(exporter, [log], tally), tally)
+
+
+def counted_at(ready: str) -> float:
+    import httpx
+    from helpers import parse_samples
+
+    return value(parse_samples(httpx.get(ready.replace("/-/healthy", "/metrics"), timeout=5).text), "specdecode_log_lines_total") or 0.0
+
+
+def test_sighup_reloads_and_saves_and_keeps_serving(tmp_path):
+    log, state, tally = tmp_path / "vllm.log", tmp_path / "state", Tally()
+    tally.append(log, 200)
+    with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state)) as exporter:
+        wait_until(lambda: counted(exporter) >= 200, "200 lines counted")
+        saved_once_more(state)
+        os.utime(state / "state.json", ns=(0, 0))  # so that the save SIGHUP asks for shows
+        exporter.process.send_signal(signal.SIGHUP)  # was: killed at once, nothing saved
+        wait_until(lambda: (state / "state.json").stat().st_mtime_ns > 0, "the state saved on SIGHUP", timeout=10)
+        assert exporter.process.poll() is None
+        tally.append(log, 50)
+        assert_exact(settle(exporter, [log], tally), tally)
+
+
+def test_end_of_stdin_saves_the_counters(tmp_path):
+    state, tally = tmp_path / "state", Tally()
+    command, ready = serve("--log", "-", "--state-dir", str(state))
+    read, write = os.pipe()
+    with running_process(command, ready, "sidecar", stdin=read) as process:
+        os.close(read)
+        os.write(write, tally.text(300).encode())
+        os.close(write)  # the end of input: the keeper saves now, not at its next minute
+        wait_until(lambda: (state / "state.json").exists() and _saved_lines(state, "-") == 300, "the counters saved", timeout=15)
+        assert process.poll() is None
+
+
+def _saved_lines(state: Path, upstream: str) -> int:
+    try:
+        saved = json.loads((state / "state.json").read_text())
+    except (OSError, ValueError):
+        return -1
+    return next((entry["lines"] for entry in saved["counters"]["sources"] if entry["upstream"] == upstream), -1)
+
+
+# --- (6) kill -9 inside an over-long line -------------------------------------------------------
+
+
+def test_kill_9_inside_an_over_long_line_never_reads_its_tail_as_a_line(tmp_path):
+    log, state, tally = tmp_path / "vllm.log", tmp_path / "state", Tally(spec_every=1)
+    tally.append(log, 12)
+    command, ready = serve("--log", str(log), "--from-start", "--state-dir", str(state), "--max-line-bytes", "4096")
+    with running_process(command, ready, "sidecar") as process:
+        wait_until(lambda: counted_at(ready) >= 12, "12 lines counted")
+        with open(log, "a") as handle:
+            handle.write("x" * 20_000)  # an over-long line, unfinished
+        wait_until(lambda: problems_at(ready, "line_too_long") >= 1, "the long line seen")
+        saved_once_more(state)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    with open(log, "a") as handle:  # its end looks like a spec line: read from its middle, it would count as one
+        handle.write(" " + SPEC_LINES[0] + "\n")
+    with running_exporter("--log", str(log), "--state-dir", str(state), "--max-line-bytes", "4096") as exporter:
+        samples = settle(exporter, [log], tally)
+        assert value(samples, "specdecode_log_spec_lines_total") == tally.spec_lines == 12  # was 13
+
+
+def truncations_at(ready: str) -> float:
+    import httpx
+    from helpers import parse_samples
+
+    return value(parse_samples(httpx.get(ready.replace("/-/healthy", "/metrics"), timeout=5).text), "specdecode_log_truncations_total") or 0.0
+
+
+def problems_at(ready: str, reason: str) -> float:
+    import httpx
+    from helpers import parse_samples
+
+    samples = parse_samples(httpx.get(ready.replace("/-/healthy", "/metrics"), timeout=5).text)
+    return value(samples, "specdecode_log_parse_errors_total", reason=reason) or 0.0
+
+
+# --- (7) one writer per state dir ---------------------------------------------------------------
+
+
+def test_a_second_sidecar_on_the_same_state_dir_stops_with_a_clear_error(tmp_path):
+    log, state = tmp_path / "vllm.log", tmp_path / "state"
+    Tally().append(log, 10)
+    with running_exporter("--log", str(log), "--state-dir", str(state)) as first:
+        command, _ = serve("--log", str(log), "--state-dir", str(state))
+        second = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert second.returncode != 0
+        assert f"in use by another sidecar (pid {first.process.pid})" in second.stderr
+        assert first.process.poll() is None
+
+
+# --- (2)(3)(4) a rotated file is the same file -------------------------------------------------
+
+
+def copytruncate(log: Path, copy: Path) -> None:
+    shutil.copyfile(log, copy)
+    with open(log, "r+") as handle:
+        handle.truncate(0)
+
+
+def test_copytruncate_while_down_resumes_in_the_copy_that_holds_the_offset(tmp_path):
+    # access lines only: every copy starts with the same bytes and ends with the same line
+    log, state, tally = tmp_path / "vllm.log", tmp_path / "state", Tally(spec_every=0)
+    tally.append(log, 600)
+    command, ready = serve("--log", str(log), "--from-start", "--state-dir", str(state))
+    with running_process(command, ready, "sidecar") as process:
+        wait_until(lambda: counted_at(ready) >= 600, "600 lines counted")
+        copytruncate(log, tmp_path / "vllm.log-20261130")  # live, read by the sidecar: an older look-alike copy
+        wait_until(lambda: truncations_at(ready) >= 1, "the truncation seen")  # the same bytes again would hide it
+        tally.append(log, 600)
+        wait_until(lambda: counted_at(ready) >= 1200, "1,200 lines counted")
+        saved_once_more(state)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    for day in ("20261201", "20261202"):  # rotated twice while down
+        tally.append(log, 300)
+        copytruncate(log, tmp_path / f"vllm.log-{day}")
+    tally.append(log, 300)
+    with running_exporter("--log", str(log), "--state-dir", str(state)) as exporter:
+        assert_exact(settle(exporter, [log], tally), tally)  # was: 4,200 lines for 2,700
+
+
+def test_live_copytruncate_with_date_named_copies_reads_the_rest_from_the_new_copy(tmp_path):
+    log, tally = tmp_path / "vllm.log", Tally(spec_every=0)  # the copies start alike and end alike
+    log.touch()
+    with running_exporter("--log", str(log), "--from-start", "--no-file-events", "--poll-interval", "1") as exporter:
+        tally.append(log, 1000)
+        wait_until(lambda: counted(exporter) >= 1000, "1,000 lines counted")
+        copytruncate(log, tmp_path / "vllm.log-20261201")
+        tally.append(log, 500)
+        wait_until(lambda: counted(exporter) >= 1500, "1,500 lines counted")
+        tally.append(log, 300)  # written and rotated away between two polls: only the copy holds them
+        copytruncate(log, tmp_path / "vllm.log-20261202")
+        assert_exact(settle(exporter, [log], tally), tally)  # was: 500 counted twice, 300 lost
+
+
+def test_a_glob_over_rotated_files_reads_each_line_once(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "vllm.log"
+    log.touch()
+    writer = LogWriter(log, lines_per_second=2000, rotate_every=0.4, how="rename", keep=4)
+    with running_exporter("--log", str(logs / "*"), "--from-start", "--poll-interval", "0.1") as exporter:
+        wait_until(lambda: "specdecode_log_lines_total" in exporter.metrics_text(), "the glob followed")
+        writer.start()
+        writer.run_for(2.5)
+        writer.stop()
+        total = Tally()
+        total.lines, total.spec_lines, total.accepted = writer.lines, writer.spec_lines, writer.accepted
+        assert writer.rotations >= 3
+        assert_exact(settle(exporter, [log], total), total)  # was: 5,600 lines for 2,000
