@@ -254,3 +254,63 @@ def test_a_glob_over_rotated_files_reads_each_line_once(tmp_path):
         total.lines, total.spec_lines, total.accepted = writer.lines, writer.spec_lines, writer.accepted
         assert writer.rotations >= 3
         assert_exact(settle(exporter, [log], total), total)  # was: 5,600 lines for 2,000
+
+
+# --- (10)(13) every input bounded ---------------------------------------------------------------
+
+
+def test_request_bodies_are_capped_and_json_depth_is_bounded(tmp_path):
+    import httpx
+
+    log = tmp_path / "vllm.log"
+    log.touch()
+    with running_exporter("--log", str(log)) as exporter:
+        url = exporter.base_url + "/api/v1/acknowledge"
+
+        def endless():  # type: ignore[no-untyped-def]
+            for _ in range(300):  # 300 MB, never declared: refused after the cap, not buffered whole
+                yield b" " * (1 << 20)
+
+        assert httpx.post(url, content=endless(), timeout=30).status_code == 413
+        deep = httpx.post(url, content=b"[" * 20_000 + b"]" * 20_000, headers={"content-type": "application/json"}, timeout=30)
+        assert deep.status_code == 400  # was 500 (RecursionError)
+        assert exporter.process.poll() is None and rss_peak_mib(exporter.process.pid) < 256
+
+
+def rss_peak_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_gzip_bomb_at_version_stays_within_the_pod_limit(tmp_path):
+    import gzip
+
+    from servers import http_server, send
+
+    bomb = gzip.compress(b" " * (1 << 30), compresslevel=9)  # 1 GiB of spaces in ~1 MB
+
+    from conftest import CAPTURE
+
+    metrics = sorted((CAPTURE / "metrics").iterdir())[-1].read_bytes()  # a real vLLM 0.24.0 /metrics
+
+    asked = {"version": 0}
+
+    def answer(handler) -> None:  # type: ignore[no-untyped-def]
+        if handler.path == "/version":
+            asked["version"] += 1
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Encoding", "gzip")
+            handler.send_header("Content-Length", str(len(bomb)))
+            handler.end_headers()
+            handler.wfile.write(bomb)
+            return
+        send(handler, 200, metrics, "text/plain; version=0.0.4")
+
+    with http_server(answer) as base, running_exporter("--target", base + "/metrics", "--scrape-interval", "0.5") as exporter:
+        exporter.wait_for(lambda s: value(s, "specdecode_source_up", upstream=base + "/metrics") == 1, "the target up")
+        wait_until(lambda: asked["version"] >= 1, "/version asked")
+        exporter.wait_for(lambda s: value(s, "specdecode_source_up", upstream=base + "/metrics") == 1, "a scrape after it")
+        assert rss_peak_mib(exporter.process.pid) < 256  # was 1,318 MB: /version unpacked whole

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import ssl
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -31,6 +33,8 @@ log = logging.getLogger(__name__)
 
 SOURCE_KIND = "metrics"
 ACCEPT = "text/plain;version=0.0.4;q=1.0,*/*;q=0.1"
+READ_BYTES = 64 << 10  # raw bytes per step while streaming
+VERSION_BYTES = 64 << 10  # vLLM's /version is {"version": "0.24.0"}: a body far larger is not one
 
 
 class ScrapeFailure(Exception):
@@ -212,21 +216,38 @@ class ScrapeSource:
             self.consumer.set_version(target.url, await self._version(client, target.url))
         self._succeeded(target.url, outcome, now, time.monotonic() - started)
 
-    async def _fetch(self, client: httpx.AsyncClient, url: str) -> str:
+    async def _fetch(self, client: httpx.AsyncClient, url: str, max_bytes: int | None = None) -> str:
+        """The body of a 200 answer, at most `max_bytes` (default: the /metrics cap) after decoding."""
+        limit = self.max_bytes if max_bytes is None else max_bytes
         async with client.stream("GET", url) as response:
             if response.status_code != 200:
                 raise ScrapeFailure("http_status", f"HTTP {response.status_code}")
             if "text/html" in response.headers.get("content-type", ""):
                 raise ScrapeFailure("unparsable", "an HTML page, not metrics")
             declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > self.max_bytes:
-                raise ScrapeFailure("too_large", f"{declared} bytes > {self.max_bytes}")
+            if declared.isdigit() and int(declared) > limit:
+                raise ScrapeFailure("too_large", f"{declared} bytes > {limit}")
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("identity", "", "gzip", "x-gzip"):
+                raise ScrapeFailure("unparsable", f"Content-Encoding {encoding!r} (asked for gzip or none)")
+            # gunzipped here, never more than the cap allows: httpx's decoder unpacks each network read
+            # whole, and a gzip bomb's 64 KiB read is 64 MiB unpacked (13 of them peaked at 349 MB)
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding in ("gzip", "x-gzip") else None
             size, chunks = 0, []
-            async for chunk in response.aiter_bytes():  # decoded: the cap applies after gunzip too
-                size += len(chunk)
-                if size > self.max_bytes:
-                    raise ScrapeFailure("too_large", f"more than {self.max_bytes} bytes")
-                chunks.append(chunk)
+            async for raw in response.aiter_raw(READ_BYTES):
+                data = raw
+                while data:
+                    if inflate is None:
+                        piece, data = data, b""
+                    else:
+                        piece = inflate.decompress(data, limit - size + 1)
+                        data = inflate.unconsumed_tail
+                        if inflate.eof:
+                            data = b""
+                    size += len(piece)
+                    if size > limit:
+                        raise ScrapeFailure("too_large", f"more than {limit} bytes")
+                    chunks.append(piece)
         return b"".join(chunks).decode("utf-8", errors="replace")
 
     def _failed(self, url: str, reason: str, detail: str, duration: float) -> None:
@@ -261,10 +282,11 @@ class ScrapeSource:
     async def _version(self, client: httpx.AsyncClient, url: str) -> str | None:
         """vLLM's `GET /version` on the target's own host and port."""
         parts = urlsplit(url)
-        try:
-            response = await asyncio.wait_for(client.get(urlunsplit((parts.scheme, parts.netloc, "/version", "", ""))), self.timeout)
-            version = response.json().get("version") if response.status_code == 200 else None
-        except (TimeoutError, httpx.HTTPError, ValueError, AttributeError):
+        try:  # bounded like /metrics, in time and in size (a gzip bomb here cost 1.3 GB)
+            text = await asyncio.wait_for(self._fetch(client, urlunsplit((parts.scheme, parts.netloc, "/version", "", "")), VERSION_BYTES),
+                                          self.timeout)
+            version = json.loads(text).get("version")
+        except (TimeoutError, ScrapeFailure, httpx.HTTPError, ValueError, AttributeError, RecursionError):
             return None
         return str(version) if version else None
 
