@@ -314,3 +314,88 @@ def test_a_gzip_bomb_at_version_stays_within_the_pod_limit(tmp_path):
         wait_until(lambda: asked["version"] >= 1, "/version asked")
         exporter.wait_for(lambda s: value(s, "specdecode_source_up", upstream=base + "/metrics") == 1, "a scrape after it")
         assert rss_peak_mib(exporter.process.pid) < 256  # was 1,318 MB: /version unpacked whole
+
+
+class Output:
+    """What a running process has written so far (its stdout, read without blocking)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        self.fd, self._seen = process.stdout.fileno(), b""
+        os.set_blocking(self.fd, False)
+
+    def text(self) -> str:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                self._seen += chunk
+        except BlockingIOError:
+            pass
+        return self._seen.decode("utf-8", "replace")
+
+
+# --- (5)(9) counters never fall -----------------------------------------------------------------
+
+
+def scrape_payloads() -> list[str]:
+    from conftest import CAPTURE
+
+    return [path.read_text() for path in sorted((CAPTURE / "metrics").glob("*.prom"))]
+
+
+FINAL_ACCEPTED = 78455  # the capture's ground truth over its 13 snapshots (tests/test_scrape_e2e.py)
+
+
+def test_scrape_counters_continue_across_a_kill_9_and_count_the_downtime_once(tmp_path):
+    from servers import MetricsSequence, http_server
+
+    state, sequence = tmp_path / "state", MetricsSequence(scrape_payloads())
+    with http_server(sequence) as base:
+        url = base + "/metrics"
+        command, ready = serve("--target", url, "--state-dir", str(state), "--scrape-interval", "0.3")
+        with running_process(command, ready, "sidecar") as process:
+            wait_until(lambda: sequence.served >= 4, "four scrapes")
+            saved_once_more(state)
+            before = accepted_at(ready, url)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+        with sequence.lock:
+            sequence.served += 4  # the target counts on while the sidecar is down (its _created unchanged)
+        with running_exporter("--target", url, "--state-dir", str(state), "--scrape-interval", "0.3") as exporter:
+            first = value(exporter.scrape(), "specdecode_accepted_tokens_total", upstream=url) or 0
+            assert first >= before  # was 1,197 → 394 for drafts: Prometheus read a reset
+            samples = exporter.wait_for(lambda s: sequence.exhausted and value(s, "specdecode_accepted_tokens_total", upstream=url)
+                                        == FINAL_ACCEPTED, "the ground truth")  # was: the downtime never counted
+            assert value(samples, "specdecode_accepted_tokens_total", upstream=url) == FINAL_ACCEPTED
+
+
+def accepted_at(ready: str, url: str) -> float:
+    import httpx
+    from helpers import parse_samples
+
+    samples = parse_samples(httpx.get(ready.replace("/-/healthy", "/metrics"), timeout=5).text)
+    return value(samples, "specdecode_accepted_tokens_total", upstream=url) or 0.0
+
+
+def test_an_emptied_and_restored_targets_file_changes_no_counter(tmp_path):
+    from servers import MetricsSequence, http_server
+
+    sequence, targets = MetricsSequence(scrape_payloads()), tmp_path / "targets.json"
+
+    def write(groups: list[dict]) -> None:  # type: ignore[type-arg]
+        (tmp_path / "next.json").write_text(json.dumps(groups))
+        (tmp_path / "next.json").replace(targets)
+
+    with http_server(sequence) as base:
+        url = base + "/metrics"
+        write([{"targets": [base.removeprefix("http://")]}])
+        with running_exporter("--targets-file", str(targets), "--scrape-interval", "0.2") as exporter:
+            exporter.wait_for(lambda s: (value(s, "specdecode_accepted_tokens_total", upstream=url) or 0) > 0, "counts")
+            write([])  # a config-management rewrite: empty for a moment
+            said = Output(exporter.process)
+            wait_until(lambda: "targets reloaded" in said.text() and "targets=0" in said.text(), "the empty file read", timeout=15)
+            during = value(exporter.scrape(), "specdecode_accepted_tokens_total", upstream=url)
+            assert during is not None and during > 0  # was: every series dropped
+            write([{"targets": [base.removeprefix("http://")]}])
+            samples = exporter.wait_for(lambda s: sequence.exhausted and value(s, "specdecode_accepted_tokens_total", upstream=url)
+                                        == FINAL_ACCEPTED, "the ground truth")
+            assert value(samples, "specdecode_accepted_tokens_total", upstream=url) == FINAL_ACCEPTED

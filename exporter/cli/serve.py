@@ -73,21 +73,24 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
         stdin = StdinSource(store, pipelines, log_format=settings.log_format)
         sources.append(stdin)
     scrape: ScrapeSource | None = None
+    interpreter: ScrapeInterpreter | None = None
     if settings.targets or settings.targets_file:
+        interpreter = ScrapeInterpreter(store, engine=settings.engine)
         scrape = ScrapeSource(
-                store,
-                ScrapeInterpreter(store, engine=settings.engine),
-                targets=[target_from_url(url) for url in settings.targets],
-                targets_file=settings.targets_file,
-                interval=settings.scrape_interval,
-                timeout=settings.scrape_timeout,
-                max_bytes=settings.max_scrape_bytes,
-            )
+            store,
+            interpreter,
+            targets=[target_from_url(url) for url in settings.targets],
+            targets_file=settings.targets_file,
+            interval=settings.scrape_interval,
+            timeout=settings.scrape_timeout,
+            max_bytes=settings.max_scrape_bytes,
+            forget_after=settings.derive.stale_after,
+        )
         sources.append(scrape)
     keeper: StateKeeper | None = None
     if settings.state_dir:
         # last: it restores before anything starts and saves after every other source has stopped
-        keeper = StateKeeper(store, settings.state_dir, logs=log_source)
+        keeper = StateKeeper(store, settings.state_dir, logs=log_source, scrapes=interpreter, cycles=scrape)
         sources.append(keeper)
         if stdin is not None:
             stdin.on_end = keeper.save_soon

@@ -83,6 +83,7 @@ class ScrapeSource:
         max_bytes: int = 16 << 20,
         concurrency: int = 64,
         clock: Callable[[], float] = time.time,
+        forget_after: float = 300.0,
     ) -> None:
         self.health = health
         self.consumer = consumer
@@ -94,17 +95,31 @@ class ScrapeSource:
         self.concurrency = concurrency
         self.clock = clock
         self._labels: dict[str, dict[str, str]] = {}  # per target, from a file_sd targets file
+        # targets that left the targets file, since when (monotonic): forgotten only after
+        # `forget_after`, so a file emptied and restored by config management changes no counter
+        self.forget_after = forget_after
+        self._departed: dict[str, float] = {}
         self._clients: dict[str, httpx.AsyncClient] = {}  # one small pool per target (see client())
         self._tls: ssl.SSLContext | None = None  # built once: each client would load the CA bundle again
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        self._after_cycle: Callable[[], None] | None = None
+        self._first_cycle = threading.Event()
+
+    def on_cycle(self, callback: Callable[[], None]) -> None:
+        """Call `callback` after each cycle, from the scrape thread (the state keeper saves then)."""
+        self._after_cycle = callback
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start scraping; return after the first cycle (at most the timeout), so the first /metrics
+        served has every target's counters as they are now — after a restart too, when the restored
+        counters are older than what was served before it: they never show as falling."""
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="scrape-source", daemon=True)
         self._thread.start()
+        self._first_cycle.wait(self.timeout + 2)
 
     def stop(self) -> None:
         if self._loop is not None and self._stopping is not None:
@@ -122,8 +137,11 @@ class ScrapeSource:
                 started = time.monotonic()
                 try:
                     await self.scrape_all()
+                    if self._after_cycle is not None:
+                        self._after_cycle()
                 except Exception:  # a bug must not end scraping: log it and go on
                     log.exception("scrape cycle failed")
+                self._first_cycle.set()
                 remaining = self.interval - (time.monotonic() - started)
                 with contextlib.suppress(TimeoutError):  # the interval passed without a stop: scrape again
                     await asyncio.wait_for(self._stopping.wait(), timeout=max(remaining, 0.0))
@@ -171,10 +189,16 @@ class ScrapeSource:
     async def scrape_all(self) -> None:
         targets = self.current_targets()
         wanted = {target.url for target in targets}
+        now = time.monotonic()
+        for url in wanted:
+            self._departed.pop(url, None)  # back (a targets file restored): it continues where it was
         for url in [url for url in self._labels if url not in wanted]:
-            del self._labels[url]
+            if now - self._departed.setdefault(url, now) < self.forget_after:
+                continue
+            del self._labels[url], self._departed[url]
             self.consumer.forget(url)
-            self.health.forget(url)  # left the targets file: no longer ours to report
+            self.health.forget(url)  # left the targets file for good: no longer ours to report
+            log.info("target left the targets file, its series retired target=%s", url)
         for url in [url for url in self._clients if url not in wanted]:
             await self._clients.pop(url).aclose()
         limit = asyncio.Semaphore(self.concurrency)

@@ -101,14 +101,29 @@ class PositionSource(Protocol):
     def wake(self) -> None: ...
 
 
+class CycleSource(Protocol):
+    def on_cycle(self, callback: Callable[[], None]) -> None: ...
+
+
+class BaselineSource(Protocol):
+    """The scrape interpreter: per-target baselines, saved with the counters they produced."""
+
+    @property
+    def lock(self) -> contextlib.AbstractContextManager[Any]: ...
+    def baselines(self) -> dict[str, list[dict[str, Any]]]: ...
+    def restore(self, saved: Any) -> None: ...
+
+
 class StateKeeper:
     """Restores the state at start; saves it after log passes (or every `interval` s) and at shutdown."""
 
-    def __init__(self, store: Store, directory: str, interval: float = 60.0, logs: PositionSource | None = None) -> None:
+    def __init__(self, store: Store, directory: str, interval: float = 5.0, logs: PositionSource | None = None,
+                 scrapes: BaselineSource | None = None, cycles: CycleSource | None = None) -> None:
         self.store = store
         self.directory = directory
         self.interval = interval
         self.logs = logs
+        self.scrapes = scrapes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -121,6 +136,13 @@ class StateKeeper:
         if logs is not None:
             logs.restore(state.get("files", []))
             logs.on_pass(self._after_pass)
+        if scrapes is not None:
+            scrapes.restore(state.get("scrapes"))
+        self._cycles = cycles
+        if cycles is not None:
+            # after a scrape cycle too (what Prometheus saw is then saved); with a log follower, by it,
+            # between two passes: positions are only read there
+            cycles.on_cycle(self._after_pass if logs is None else self.save_soon)
         self._last_save = 0.0
         self._last_references = time.monotonic()
         if references or counters:
@@ -142,8 +164,8 @@ class StateKeeper:
         self.logs.wake()
 
     def start(self) -> None:
-        if self.logs is not None:
-            return  # the follower saves between its passes
+        if self.logs is not None or self._cycles is not None:
+            return  # the follower saves between its passes, the scrape source between its cycles
         self._thread = threading.Thread(target=self._run, name="state-keeper", daemon=True)
         self._thread.start()
 
@@ -152,8 +174,11 @@ class StateKeeper:
             self.save()
 
     def save(self, references: bool = True) -> None:
-        with self._lock:
+        with self._lock, self.scrapes.lock if self.scrapes is not None else contextlib.nullcontext():
+            # one snapshot: no scrape turns into intervals between the counters and the baselines
             state: dict[str, Any] = {"counters": self.store.export_counters()}
+            if self.scrapes is not None:
+                state["scrapes"] = self.scrapes.baselines()
             if self.logs is not None:
                 state["files"] = self.logs.positions()
             try:
