@@ -399,3 +399,96 @@ def test_an_emptied_and_restored_targets_file_changes_no_counter(tmp_path):
             samples = exporter.wait_for(lambda s: sequence.exhausted and value(s, "specdecode_accepted_tokens_total", upstream=url)
                                         == FINAL_ACCEPTED, "the ground truth")
             assert value(samples, "specdecode_accepted_tokens_total", upstream=url) == FINAL_ACCEPTED
+
+
+# --- (15)(16) sources that cannot be read, files that are gone ---------------------------------
+
+
+def test_an_unreadable_log_is_down_and_its_warnings_do_not_wake_the_sidecar(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "vllm.log").mkdir()  # a directory where the log should be: it exists, it cannot be read
+    stderr = logs / "sidecar.err"  # the sidecar's own log, in the watched directory
+    port = free_port()
+    with open(stderr, "wb") as sink:
+        process = subprocess.Popen(cli("serve", "--listen", f"127.0.0.1:{port}", "--log", str(logs / "vllm.log")), stdout=sink, stderr=sink)
+        try:
+            from helpers import Exporter
+
+            exporter = Exporter(process, f"http://127.0.0.1:{port}")
+            wait_until(lambda: _up(exporter), "the sidecar up", timeout=30)
+            exporter.wait_for(lambda s: value(s, "specdecode_source_up", upstream=str(logs / "vllm.log")) == 0, "source_up 0")  # was 1
+            warned = stderr.read_text().count("cannot read log file")
+            wait_until(lambda: process.poll() is None and stderr.stat().st_size > 0, "a while of running", timeout=5)
+            exporter.wait_for(lambda s: (value(s, "specdecode_source_up", upstream=str(logs / "vllm.log")) == 0), "still down")
+            assert warned == 1  # said once; was 16 a second, each waking the next pass
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+    assert stderr.read_text().count("cannot read log file") == 1
+
+
+def _up(exporter) -> bool:  # type: ignore[no-untyped-def]
+    import httpx
+
+    try:
+        return httpx.get(exporter.base_url + "/-/healthy", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_deleted_glob_matched_files_are_closed_and_retired(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    paths = [logs / f"server-{index}.log" for index in range(40)]
+    for path in paths:
+        Tally().append(path, 5)
+    with running_exporter("--log", str(logs / "*.log"), "--from-start", "--stale-after", "1s") as exporter:
+        exporter.wait_for(lambda s: sum(1 for k in s if k[0] == "specdecode_source_up") == 40, "40 sources")
+        for path in paths[:20]:
+            path.unlink()
+        pid = exporter.process.pid
+
+        def open_deleted() -> int:
+            return sum(1 for fd in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{fd}").endswith("(deleted)"))
+
+        wait_until(lambda: open_deleted() == 0, "the deleted files closed (their disk freed)", timeout=15)
+        samples = exporter.wait_for(lambda s: sum(1 for k in s if k[0] == "specdecode_source_up") == 20, "their sources retired")
+        assert all(v == 1 for k, v in samples.items() if k[0] == "specdecode_source_up")  # no SourceDown for files deleted on purpose
+
+
+# --- (17) a hand-edited state file, slow clients ------------------------------------------------
+
+
+def test_a_state_file_with_wrong_types_starts_fresh_where_it_must_and_never_crash_loops(tmp_path):
+    log, state, tally = tmp_path / "vllm.log", tmp_path / "state", Tally()
+    tally.append(log, 100)
+    state.mkdir()
+    (state / "state.json").write_text(json.dumps({
+        "version": 1,
+        "files": {"not": "a list"},
+        "counters": {"series": [{"key": {"upstream": str(log), "model_name": "m", "engine": "0", "source": "log"},
+                                 "totals": {"drafts": "many"}, "variants": ["x"]}],
+                     "sources": [{"upstream": str(log), "lines": "lots", "problems": [1, 2]}]},
+        "scrapes": [1, 2, 3],
+    }))
+    with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state)) as exporter:
+        assert_exact(settle(exporter, [log], tally), tally)  # was: stopped at start, or raised every pass
+        saved_once_more(state)
+    assert json.loads((state / "state.json").read_text())["files"]
+
+
+def test_a_client_that_never_finishes_its_headers_is_closed(tmp_path):
+    import socket
+    import time
+
+    log = tmp_path / "vllm.log"
+    log.touch()
+    with running_exporter("--log", str(log)) as exporter:
+        port = int(exporter.base_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
+            slow.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+            started = time.monotonic()
+            slow.settimeout(30)
+            assert slow.recv(1024) == b""  # closed by the sidecar (was: held open for ever)
+            assert time.monotonic() - started < 25

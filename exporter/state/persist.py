@@ -130,7 +130,11 @@ class StateKeeper:
         self._lock_fd = lock(directory)  # first: nothing is read or written in a dir another sidecar owns
         self._save_soon = threading.Event()
         state = load(directory)
-        counters = store.import_counters(state.get("counters", {}))  # first: it recreates the series
+        saved_counters = state.get("counters", {})
+        if not isinstance(saved_counters, dict):  # a hand-edited file: start afresh, never a crash loop
+            log.warning("saved counters unusable, starting them from zero dir=%s", directory)
+            saved_counters = {}
+        counters = store.import_counters(saved_counters)  # first: it recreates the series
         saved_references = load(directory, REFERENCES).get("references", [])
         references = store.import_memories(saved_references if isinstance(saved_references, list) else [])
         if logs is not None:
