@@ -492,3 +492,26 @@ def test_a_client_that_never_finishes_its_headers_is_closed(tmp_path):
             slow.settimeout(30)
             assert slow.recv(1024) == b""  # closed by the sidecar (was: held open for ever)
             assert time.monotonic() - started < 25
+
+
+def test_a_hanging_target_does_not_slow_the_others(tmp_path):
+    import threading
+
+    from servers import MetricsSequence, http_server
+
+    release, asked = threading.Event(), {"hanging": 0}
+
+    def hanging(handler) -> None:  # type: ignore[no-untyped-def]
+        asked["hanging"] += 1
+        release.wait(30)
+
+    sequence = MetricsSequence(scrape_payloads())
+    try:
+        with http_server(sequence) as good, http_server(hanging) as bad:
+            args = ("--target", good + "/metrics", "--target", bad + "/metrics", "--scrape-interval", "0.2", "--scrape-timeout", "3")
+            with running_exporter(*args) as exporter:
+                exporter.wait_for(lambda s: sequence.exhausted and value(s, "specdecode_accepted_tokens_total", upstream=good + "/metrics")
+                                  == FINAL_ACCEPTED, "every snapshot of the good target")  # was: one per 3 s timeout
+                assert sequence.served >= 3 * asked["hanging"]  # was: each asked once per cycle, the same number of times
+    finally:
+        release.set()

@@ -1,6 +1,7 @@
 """The scrape source: poll the /metrics of every target with httpx, in its own thread and event loop.
 
-Each cycle scrapes all targets concurrently. A scrape is bounded in time (`timeout`, the whole
+Each cycle scrapes all targets concurrently, each on its own: a target still waiting for its
+answer (up to the timeout) is skipped, and a cycle waits no longer than the interval for any. A scrape is bounded in time (`timeout`, the whole
 request, not per read) and size (`max_bytes`, checked while streaming); redirects are not followed
 and proxy variables are ignored, so no request goes anywhere but the configured target (and its
 `/version`, once, for vLLM). A failed scrape marks the target down with its reason — refused,
@@ -106,6 +107,7 @@ class ScrapeSource:
         self._stopping: asyncio.Event | None = None
         self._after_cycle: Callable[[], None] | None = None
         self._first_cycle = threading.Event()
+        self._inflight: dict[str, asyncio.Task[None]] = {}  # scrapes still waiting for an answer, by target
 
     def on_cycle(self, callback: Callable[[], None]) -> None:
         """Call `callback` after each cycle, from the scrape thread (the state keeper saves then)."""
@@ -146,6 +148,8 @@ class ScrapeSource:
                 with contextlib.suppress(TimeoutError):  # the interval passed without a stop: scrape again
                     await asyncio.wait_for(self._stopping.wait(), timeout=max(remaining, 0.0))
         finally:
+            for task in list(self._inflight.values()):
+                task.cancel()
             for client in self._clients.values():
                 await client.aclose()
             self._clients.clear()
@@ -199,7 +203,7 @@ class ScrapeSource:
             self.consumer.forget(url)
             self.health.forget(url)  # left the targets file for good: no longer ours to report
             log.info("target left the targets file, its series retired target=%s", url)
-        for url in [url for url in self._clients if url not in wanted]:
+        for url in [url for url in self._clients if url not in wanted and url not in self._inflight]:
             await self._clients.pop(url).aclose()
         limit = asyncio.Semaphore(self.concurrency)
 
@@ -212,7 +216,17 @@ class ScrapeSource:
                     if target.url in self._labels:
                         self._failed(target.url, "internal_error", repr(error), 0.0)
 
-        await asyncio.gather(*(bounded(target) for target in targets))
+        # every target on its own: one whose last scrape is still waiting (up to its timeout) is not
+        # asked again, and the cycle waits for none beyond the interval — a hanging target no longer
+        # stretches the others' cycle to its timeout
+        for target in targets:
+            if target.url not in self._inflight:
+                task = asyncio.create_task(bounded(target))
+                self._inflight[target.url] = task
+                task.add_done_callback(lambda done, url=target.url: self._inflight.pop(url, None))  # type: ignore[misc]
+        if self._inflight:
+            first = not self._first_cycle.is_set()
+            await asyncio.wait(list(self._inflight.values()), timeout=self.timeout if first else self.interval)
 
     async def scrape_target(self, client: httpx.AsyncClient, target: Target) -> None:
         self._labels[target.url] = dict(target.labels)
