@@ -515,3 +515,18 @@ def test_a_hanging_target_does_not_slow_the_others(tmp_path):
                 assert sequence.served >= 3 * asked["hanging"]  # was: each asked once per cycle, the same number of times
     finally:
         release.set()
+
+
+# --- (8) two servers in one file ------------------------------------------------------------------
+
+
+def test_two_servers_writing_one_log_are_called_out(tmp_path):
+    log = tmp_path / "vllm.log"
+    lines = []
+    for index, line in enumerate(SPEC_LINES * 2):  # the spec lines of two API servers, interleaved
+        lines.append(line.replace("pid=", "pid=7" if index % 2 else "pid=8", 1))
+    log.write_text("\n".join(lines) + "\n")
+    with running_exporter("--log", str(log), "--from-start") as exporter:
+        said = Output(exporter.process)
+        wait_until(lambda: "two vLLM servers seem to write one log" in said.text(), "the warning", timeout=20)
+        assert said.text().count("two vLLM servers seem to write one log") == 1  # once, not per line

@@ -20,6 +20,7 @@ from typing import Literal
 
 from exporter.intervals.draft_length import DraftLength, draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
+from exporter.intervals.writers import WriterWatch
 from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import might_matter
 from exporter.parse.sglang_log import SglangDecodeLine, parse_sglang_decode
@@ -89,6 +90,7 @@ class LogInterpreter:
     _v0_baseline: dict[int | None, ParsedSpecLine | None] = field(default_factory=dict)
     _last_end: dict[SeriesKey, float] = field(default_factory=dict)
     restarts: int = 0
+    _writers: WriterWatch | None = None  # says so when two servers write this log (intervals/writers.py)
 
     def feed(self, line: RawLine) -> LineOutcome:
         text = line.text
@@ -201,6 +203,9 @@ class LogInterpreter:
         k: int | None
         drafts_range: tuple[int, int] | None
         emitted: int | None = None
+        if self._writers is None:
+            self._writers = WriterWatch(self.upstream)
+        self._writers.spec_line_from(pid)
         if parsed.cumulative:
             counts = self._v0_delta(pid, parsed)
             if counts is None:
