@@ -271,7 +271,7 @@ class ScrapeSource:
             # gunzipped here, never more than the cap allows: httpx's decoder unpacks each network read
             # whole, and a gzip bomb's 64 KiB read is 64 MiB unpacked (13 of them peaked at 349 MB)
             inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding in ("gzip", "x-gzip") else None
-            size, chunks = 0, []
+            size, chunks = 0, list[bytes]()
             async for raw in response.aiter_raw(READ_BYTES):
                 data = raw
                 while data:
@@ -284,6 +284,11 @@ class ScrapeSource:
                             data = b""
                     size += len(piece)
                     if size > limit:
+                        # let go of the body before raising: the traceback keeps this frame alive in a
+                        # reference cycle (through asyncio's task) until the cyclic GC runs, and 13
+                        # bombs × 16 MiB kept that way passed the pod limit
+                        chunks.clear()
+                        del piece
                         raise ScrapeFailure("too_large", f"more than {limit} bytes")
                     chunks.append(piece)
         return b"".join(chunks).decode("utf-8", errors="replace")
