@@ -11,6 +11,7 @@ So each byte is read once, under the name it was first read under.
 from __future__ import annotations
 
 import os
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,7 +40,8 @@ class Ledger:
 
     def __init__(self) -> None:
         self._held: dict[Identity, Reader] = {}
-        self._released: OrderedDict[Identity, tuple[ReadTo, Reader]] = OrderedDict()  # and who let it go
+        # and who let it go (weakly: a retired follower and its buffers are not kept alive by this)
+        self._released: OrderedDict[Identity, tuple[ReadTo, weakref.ref[Reader]]] = OrderedDict()
 
     def claim(self, identity: Identity, fd: int, reader: Reader) -> tuple[int, int] | None:
         """Take the open file `fd` for `reader`: (offset, crc32 of the bytes before it) where reading
@@ -66,7 +68,7 @@ class Ledger:
             others = [read for other in self._held.values() if other is not reader and (read := other.read_to()) and read.offset]
             if any(_holds(fd, read, size, head) for read in others):
                 return None
-            copied = [read for read, by in self._released.values() if by is not reader and read.offset and _holds(fd, read, size, head)]
+            copied = [read for read, by in self._released.values() if by() is not reader and read.offset and _holds(fd, read, size, head)]
             if copied:
                 best = max(copied, key=lambda read: read.offset)
                 resume = (best.offset, best.crc)
@@ -85,7 +87,7 @@ class Ledger:
 
     def note(self, identity: Identity, read: ReadTo, reader: Reader) -> None:
         """Remember that `reader` read `identity` to `read` (let go, or a copy whose rest it read)."""
-        self._released[identity] = (read, reader)
+        self._released[identity] = (read, weakref.ref(reader))
         self._released.move_to_end(identity)
         while len(self._released) > REMEMBERED:
             self._released.popitem(last=False)
