@@ -442,3 +442,20 @@ def test_a_position_inside_an_over_long_line_stays_at_its_start(tmp_path):
     saved = followed.position()
     followed.close()
     assert saved is not None and saved.offset == len("short\n")  # was mid-line: its tail became a line after a restart
+
+
+def test_a_file_renamed_out_of_the_glob_is_still_drained(tmp_path):
+    log = tmp_path / "a.log"
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "*.log")], store, pipelines_into(store), from_start=True)
+    write(log, "line\n" * 10)
+    source.poll_once()
+    log.rename(tmp_path / "a.log.1")  # out of the glob's reach, and still written by the server
+    source.poll_once()  # the path is gone for a pass: the renamed file must stay open
+    write(tmp_path / "a.log.1", "late\n" * 5)
+    source.poll_once()
+    write(log, "new\n" * 3)
+    source.poll_once()
+    source.poll_once()
+    source.stop()
+    assert _lines_read(store) == 18

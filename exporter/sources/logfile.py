@@ -91,8 +91,8 @@ class FollowedFile:
     ) -> None:
         self.path = path
         self.ledger = ledger if ledger is not None else Ledger()
-        # a glob-matched path that is gone is let go (closed: its disk space is freed), not drained
-        # forever; a renamed file is continued by whichever follower sees it next, from the ledger
+        # a glob-matched path whose file is deleted is let go at once (closed: its disk space is freed),
+        # not held open for ever; a renamed one is drained on, as for a plain path
         self.let_go_when_gone = let_go_when_gone
         self.counters = FileCounters()
         self._resume = resume
@@ -159,7 +159,7 @@ class FollowedFile:
             self._start_at_end = False  # it did not exist when we started: read it whole once it appears
             if self._file is not None:
                 yield from self._drain()
-                if self.let_go_when_gone:
+                if self.let_go_when_gone and self._deleted():
                     yield from self._let_go()
             return
         except OSError as error:
@@ -197,21 +197,17 @@ class FollowedFile:
             if len(fresh) == READ_CHUNK:  # catching up: read on, chunk by chunk
                 yield from self._drain()
 
-    def _let_go(self) -> Iterator[bytes]:
-        """The path is gone: close the file. A file deleted (no name left) is finished — its unfinished
-        last line counts — while one renamed is left at its last line boundary for the follower that
-        sees it under its new name (or for a restart)."""
+    def _deleted(self) -> bool:
+        """Has the open file no name left? (A renamed one is still written, maybe: it stays open.)"""
         try:
-            deleted = os.fstat(self._fd).st_nlink == 0
+            return os.fstat(self._fd).st_nlink == 0
         except OSError:
-            deleted = True
-        if deleted:
-            block = self.buffer.flush()
-            if block is not None:
-                self._committed, self._committed_crc = self._offset, self._crc
-                yield block
-        else:
-            self.buffer.discard()
+            return True
+
+    def _let_go(self) -> Iterator[bytes]:
+        """The path is gone and its file deleted: finish it (its unfinished last line counts) and close
+        it, so its disk space is freed; a renamed file is drained on, as for a plain path."""
+        yield from self._flush()
         self.close()
 
     def _resume_reading(self) -> Iterator[bytes | _FileReplaced]:
