@@ -3,9 +3,9 @@
 Each wake-up (a file event or the poll timer) runs one pass over all followed files; globs are
 expanded again on every pass so files that appear later are picked up (and read from their
 start, or where the same file was read under another name: sources/ledger.py). A glob-matched
-file that is gone is closed at once (its disk space is freed) and retired after `retire_after`
-seconds: its series and its source health are dropped, so no alert fires for a file deleted on
-purpose. Files that exist at startup are read from their end unless `from_start` — but their first
+file that is deleted is closed at once (its disk space is freed; a renamed one is drained on),
+and a glob-matched path gone for `retire_after` seconds is retired: its series and its source
+health are dropped, so no alert fires for a file deleted on purpose. Files that exist at startup are read from their end unless `from_start` — but their first
 MiB is scanned once for the startup lines, so the model name and speculative config are known
 even when the sidecar joins a running server.
 
