@@ -67,11 +67,6 @@ def _typed(entry: Mapping[str, object], name: str, kind: type[T], default: T | N
     return value
 
 
-def fingerprint_of(handle: BinaryIO, length: int) -> str:
-    data = os.pread(handle.fileno(), length, 0)
-    return hashlib.sha256(data).hexdigest()
-
-
 BEFORE_OFFSET_BYTES = 64
 
 
