@@ -459,3 +459,14 @@ def test_a_file_renamed_out_of_the_glob_is_still_drained(tmp_path):
     source.poll_once()
     source.stop()
     assert _lines_read(store) == 18
+
+
+def test_two_logs_that_start_alike_are_both_read(tmp_path):
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "*.log")], store, pipelines_into(store), from_start=True)
+    write(tmp_path / "a.log", "the same first line\n")
+    source.poll_once()
+    write(tmp_path / "b.log", "the same first line\nand more\n")  # not a copy of a.log: another server's log
+    source.poll_once()
+    source.stop()
+    assert {s.upstream: s.lines for s in store.snapshot().sources} == {str(tmp_path / "a.log"): 1, str(tmp_path / "b.log"): 2}

@@ -24,11 +24,13 @@ REMEMBERED = 10_000  # files let go that are remembered (oldest forgotten first)
 
 @dataclass(frozen=True)
 class ReadTo:
-    """How far a file was read: `offset` at a line boundary, the crc32 of every byte before it, its first bytes."""
+    """How far a file was read: `offset` at a line boundary, the crc32 of every byte before it, its
+    first bytes, and the path it was read under (a copy is looked for among that path's siblings)."""
 
     offset: int
     crc: int
     head: bytes
+    path: str
 
 
 class Reader(Protocol):
@@ -43,15 +45,17 @@ class Ledger:
         # and who let it go (weakly: a retired follower and its buffers are not kept alive by this)
         self._released: OrderedDict[Identity, tuple[ReadTo, weakref.ref[Reader]]] = OrderedDict()
 
-    def claim(self, identity: Identity, fd: int, reader: Reader) -> tuple[int, int] | None:
+    def claim(self, identity: Identity, fd: int, path: str, reader: Reader) -> tuple[int, int] | None:
         """Take the open file `fd` for `reader`: (offset, crc32 of the bytes before it) where reading
         continues — (0, 0) for a file never read — or None if it is another reader's to read.
 
         Another reader's: a file it holds, or a copy of one (its reader finds the copy's rest when
         the file is truncated). Continued: a file let go (if its bytes before the offset are still
         those: an inode reused by a new file is not), or a copy of one that another reader let go,
-        after what was read of it. A reader's own files are never taken for copies: the file it
-        follows next may well repeat the last one byte for byte (access lines carry no time)."""
+        after what was read of it. Only a sibling of the file's path (vllm.log → vllm.log.1,
+        vllm.log-20261201) is taken for its copy: two servers' logs that start alike are not; nor
+        are a reader's own files: the file it follows next may well repeat the last one byte for
+        byte (access lines carry no time)."""
         holder = self._held.get(identity)
         if holder is not None and holder is not reader:
             return None
@@ -66,9 +70,10 @@ class Ledger:
             resume = (own[0].offset, own[0].crc)
         else:
             others = [read for other in self._held.values() if other is not reader and (read := other.read_to()) and read.offset]
-            if any(_holds(fd, read, size, head) for read in others):
+            if any(_sibling(read.path, path) and _holds(fd, read, size, head) for read in others):
                 return None
-            copied = [read for read, by in self._released.values() if by() is not reader and read.offset and _holds(fd, read, size, head)]
+            copied = [read for read, by in self._released.values()
+                      if by() is not reader and read.offset and _sibling(read.path, path) and _holds(fd, read, size, head)]
             if copied:
                 best = max(copied, key=lambda read: read.offset)
                 resume = (best.offset, best.crc)
@@ -91,6 +96,11 @@ class Ledger:
         self._released.move_to_end(identity)
         while len(self._released) > REMEMBERED:
             self._released.popitem(last=False)
+
+
+def _sibling(original: str, path: str) -> bool:
+    """Could `path` be a rotated copy of `original` (named as logrotate and kubelet name them)?"""
+    return path != original and path.startswith((original, original.rsplit(".", 1)[0]))
 
 
 def _holds(fd: int, read: ReadTo, size: int, head: bytes) -> bool:

@@ -131,7 +131,7 @@ class FollowedFile:
         """How far the open file was read, at a line boundary (the Ledger's question)."""
         if self._file is None:
             return None
-        return ReadTo(self._committed, self._committed_crc, self._head[: min(self._committed, FINGERPRINT_BYTES)])
+        return ReadTo(self._committed, self._committed_crc, self._head[: min(self._committed, FINGERPRINT_BYTES)], self._file.name)
 
     def position(self) -> FilePosition | None:
         """Where reading stands, at the last complete line (None before a file was opened)."""
@@ -322,7 +322,7 @@ class FollowedFile:
                     if block is not None:
                         yield block
                 # a follower of the copy's own name (a glob) continues after what was read here
-                self.ledger.note((stat.st_dev, stat.st_ino), ReadTo(offset, crc, self._head[: min(offset, FINGERPRINT_BYTES)]), self)
+                self.ledger.note((stat.st_dev, stat.st_ino), ReadTo(offset, crc, self._head[: min(offset, FINGERPRINT_BYTES)], candidate), self)
         except OSError:
             return
         log.info("log file copied and truncated; read the rest from the copy copy=%s", candidate)
@@ -340,7 +340,7 @@ class FollowedFile:
         follower's to read."""
         opened = os.fstat(handle.fileno())
         identity = (opened.st_dev, opened.st_ino)
-        resume = self.ledger.claim(identity, handle.fileno(), self)
+        resume = self.ledger.claim(identity, handle.fileno(), handle.name, self)
         if resume is None:
             handle.close()
             return False
