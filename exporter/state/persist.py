@@ -76,12 +76,14 @@ def save(directory: str, state: dict[str, Any], filename: str = FILENAME) -> Non
 
 def lock(directory: str) -> int:
     """Take the state dir for this process: the lock file's descriptor, held until closed (or the
-    process ends). ConfigError if another process holds it or the dir cannot be used."""
+    process ends); -1 if the dir cannot be written (read-only, full: the sidecar runs on and says
+    that nothing is saved, as each save does). ConfigError if another process holds it."""
     try:
         os.makedirs(directory, exist_ok=True)
         fd = os.open(Path(directory) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as error:
-        raise ConfigError(f"--state-dir {directory}: cannot use it: {error.strerror}") from None
+        log.warning("cannot lock the state dir, so another sidecar on it would go unnoticed dir=%s error=%s", directory, error)
+        return -1
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -89,8 +91,9 @@ def lock(directory: str) -> int:
         os.close(fd)
         raise ConfigError(f"--state-dir {directory}: in use by another sidecar (pid {holder}); "
                           "each sidecar needs its own state dir") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    with contextlib.suppress(OSError):  # the pid is for the second one's message only
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
