@@ -67,6 +67,7 @@ def _table(rows: list[suites.Row]) -> str:
 
 BENCHMARK_NAMES = {
     "offline": "offline scan", "catchup": "catch-up", "exposition": "exposition", "latency": "live latency", "follow": "follow cost", "scale": "scale",
+    "hostile": "hostile targets",
 }
 
 
@@ -103,6 +104,7 @@ def main() -> int:
         "scale": lambda: suites.scale(
             targets=20 if quick else 1000, interval=1.0 if quick else 5.0, seconds=3.0 if quick else 60.0, renders=5 if quick else 20
         ),
+        "hostile": lambda: suites.hostile(bombs=3 if quick else 13, seconds=3.0 if quick else 20.0),
     }
     _ensure_mtail()
     rows: list[suites.Row] = []

@@ -1,4 +1,4 @@
-"""The six benchmarks. Each returns rows for the results table; each also checks its answer."""
+"""The seven benchmarks. Each returns rows for the results table; each also checks its answer."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -336,3 +337,74 @@ def scale(targets: int, interval: float, seconds: float, renders: int, base: int
         Row("scale", f"{case}: GET /metrics ({size / 1e6:.1f} MB of text)", f"median {render:.1f} ms over {renders}", "", "", "< 50 ms", render < 50),
         Row("scale", f"{case}: /metrics body on the wire (gzip)", f"{wire / 1e6:.2f} MB", "", "", "< 5 MB", wire < 5e6),
     ]
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident set so far (VmHWM), in bytes."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+POD_LIMIT = 256 << 20  # deploy/kubernetes: the sidecar container's memory limit
+
+
+def hostile(bombs: int, seconds: float) -> list[Row]:
+    """Peak memory while `bombs` targets answer with gzip bombs (1 GiB of spaces, 1 MB on the wire; half
+    at /metrics, half at /version), beside one good target; against the same sidecar with the good
+    target alone. The answer checked: the good target stays up."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    packer, block = zlib.compressobj(9, zlib.DEFLATED, 31), b" " * (1 << 20)  # gzip, packed a MiB at a time
+    bomb = b"".join(packer.compress(block) for _ in range(1024)) + packer.flush()
+    good = make_payload(1, 8)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            # half the bombs at /metrics, half at /version (asked after a good /metrics, once per server start)
+            port = self.server.server_address[1]
+            at_version = ports.index(port) % 2 == 1
+            hostile = port != good_port and (self.path == "/version") == at_version
+            body = bomb if hostile else (b'{"version": "0.24.0"}' if self.path == "/version" else good.encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json" if self.path == "/version" else "text/plain; version=0.0.4")
+            if hostile:
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the sidecar stopped reading at its cap: as it should
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), Handler) for _ in range(bombs + 1)]
+    ports = [server.server_address[1] for server in servers]
+    good_port = ports[0]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        urls = [f"http://127.0.0.1:{server.server_address[1]}/metrics" for server in servers]
+        peaks = []
+        for targets in (urls[:1], urls):
+            args = [part for url in targets for part in ("--target", url)]
+            with sidecar(*args, "--scrape-interval", "0.5") as running:
+                wait_until(lambda running=running: 'specdecode_source_up{source="metrics",upstream="' + urls[0] in running.metrics(),
+                           "the good target scraped", timeout=60)
+                time.sleep(seconds)  # scrape the bombs for a while: the peak is what is measured
+                if 'specdecode_source_up{source="metrics",upstream="' + urls[0] + '"} 1' not in running.metrics():
+                    raise AssertionError("the good target is not up beside the bombs")
+                peaks.append(_peak_rss(running.process.pid))
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    calm, attacked = peaks
+    case = f"{bombs} gzip-bomb targets (/metrics or /version, 1 GiB each) + 1 good, {seconds:g} s"
+    return [Row("hostile targets", f"{case}: peak RSS", f"{attacked / 2**20:.0f} MiB", f"{calm / 2**20:.0f} MiB (the good target alone)",
+                f"{attacked / calm:.2f}×", f"< {POD_LIMIT >> 20} MiB (pod limit)", attacked < POD_LIMIT)]

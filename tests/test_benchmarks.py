@@ -28,7 +28,7 @@ def test_quick_benchmark_run_writes_every_row(tmp_path):
     for case in (
         "grep -c, 1 MiB", "analyze vs grep", "analyze vs mtail", "serve --from-start vs analyze, 1 MiB", "spec-decode extraction", "file events (inotify)",
         "polling every", "growing at 100 lines/s", "growing at 1,000 lines/s", "10 idle files", "targets every 1 s: CPU",
-        "targets every 1 s: RSS", "GET /metrics",
+        "targets every 1 s: RSS", "GET /metrics", "gzip-bomb targets",
     ):
         assert case in text, f"no row for {case!r}"
     assert "mtail not installed" not in text  # scripts/test installs it

@@ -382,3 +382,91 @@ def test_resume_after_two_copytruncates_reads_the_first_copy_then_the_second(tmp
     second = FollowedFile(str(log), start_at_end=False, resume=saved)
     assert poll(second) == ["late", FILE_REPLACED, "after copy 1", FILE_REPLACED, "after copy 2"]
     second.close()
+
+
+# --- one identity per file (sources/ledger.py): issue 26 -----------------------------------------
+
+
+def _lines_read(store: Store) -> int:
+    return sum(source.lines for source in store.snapshot().sources)
+
+
+def test_a_glob_over_rotated_files_reads_each_line_once(tmp_path):
+    log = tmp_path / "vllm.log"
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "vllm.log*")], store, pipelines_into(store), from_start=True)
+    written = 0
+    for _ in range(4):  # .1 → .2 → .3: every name a rotated file takes is matched by the glob
+        write(log, "line\n" * 10)
+        written += 10
+        source.poll_once()
+        rotate(log, keep=3)
+        source.poll_once()
+    write(log, "line\n" * 5)
+    source.poll_once()
+    source.poll_once()
+    source.stop()
+    assert _lines_read(store) == written + 5  # was: each rename read again from its start
+
+
+def test_a_copy_under_a_glob_continues_after_what_was_read(tmp_path):
+    log = tmp_path / "vllm.log"
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "vllm.log*")], store, pipelines_into(store), from_start=True)
+    write(log, "".join(f"line {index}\n" for index in range(10)))
+    source.poll_once()
+    write(log, "".join(f"late {index}\n" for index in range(3)))  # written, then copied and truncated before a poll
+    (tmp_path / "vllm.log.1").write_bytes(log.read_bytes())
+    write(log, "", mode="w")
+    source.poll_once()
+    source.poll_once()
+    source.stop()
+    assert _lines_read(store) == 13  # the 10 not read again from the copy, the 3 read once
+
+
+def test_a_closed_file_keeps_its_position(tmp_path):
+    log = tmp_path / "vllm.log"
+    write(log, "a\nb\npartial")
+    followed = FollowedFile(str(log), start_at_end=False)
+    assert poll(followed) == ["a", "b"]
+    followed.close()  # a clean stop closes every file before the state is saved
+    saved = followed.position()
+    assert saved is not None and saved.offset == len("a\nb\n") and saved.prefix_crc is not None
+
+
+def test_a_position_inside_an_over_long_line_stays_at_its_start(tmp_path):
+    log = tmp_path / "vllm.log"
+    write(log, "short\n" + "x" * 5000)
+    followed = FollowedFile(str(log), start_at_end=False, max_line_bytes=1024)
+    assert poll(followed) == ["short"]
+    saved = followed.position()
+    followed.close()
+    assert saved is not None and saved.offset == len("short\n")  # was mid-line: its tail became a line after a restart
+
+
+def test_a_file_renamed_out_of_the_glob_is_still_drained(tmp_path):
+    log = tmp_path / "a.log"
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "*.log")], store, pipelines_into(store), from_start=True)
+    write(log, "line\n" * 10)
+    source.poll_once()
+    log.rename(tmp_path / "a.log.1")  # out of the glob's reach, and still written by the server
+    source.poll_once()  # the path is gone for a pass: the renamed file must stay open
+    write(tmp_path / "a.log.1", "late\n" * 5)
+    source.poll_once()
+    write(log, "new\n" * 3)
+    source.poll_once()
+    source.poll_once()
+    source.stop()
+    assert _lines_read(store) == 18
+
+
+def test_two_logs_that_start_alike_are_both_read(tmp_path):
+    store = Store({"5m": 300})
+    source = LogSource([str(tmp_path / "*.log")], store, pipelines_into(store), from_start=True)
+    write(tmp_path / "a.log", "the same first line\n")
+    source.poll_once()
+    write(tmp_path / "b.log", "the same first line\nand more\n")  # not a copy of a.log: another server's log
+    source.poll_once()
+    source.stop()
+    assert {s.upstream: s.lines for s in store.snapshot().sources} == {str(tmp_path / "a.log"): 1, str(tmp_path / "b.log"): 2}

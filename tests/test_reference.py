@@ -119,7 +119,7 @@ def test_a_restart_in_the_middle_of_a_drop_stays_degraded(tmp_path):
     first = store()
     _feed(first, path, lines[:half])
     state_dir = str(tmp_path / "state")
-    StateKeeper(first, state_dir).save()
+    StateKeeper(first, state_dir).stop()  # saves, and lets go of the state dir as the process's end would
     before = snapshot_report(first.snapshot(), settings)["series"][0]
     assert before["health"] == "degraded"
 

@@ -150,7 +150,8 @@ def test_targets_file_is_reloaded_while_serving(tmp_path):
             (tmp_path / "tmp.json").replace(targets_file)
 
         write(a)
-        with running_exporter("--targets-file", str(targets_file), "--scrape-interval", "0.1") as exporter:
+        # a target that left the file is retired after --stale-after (a file emptied for a moment changes nothing)
+        with running_exporter("--targets-file", str(targets_file), "--scrape-interval", "0.1", "--stale-after", "1s") as exporter:
             samples = exporter.wait_for(lambda s: value(s, "specdecode_source_up", upstream=f"{a}/metrics") == 1, "target A")
             assert value(samples, "specdecode_target_info", upstream=f"{a}/metrics", pod="vllm-0") == 1
             write(b)

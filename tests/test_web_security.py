@@ -168,3 +168,117 @@ def test_no_endpoint_takes_a_target_from_the_caller():
     assert paths == {"/metrics", "/api/v1/status", "/-/healthy", "/", "/static/{name}", "/api/v1/acknowledge"}
     # the one POST names a series by its labels, never a URL
     assert all(route.methods <= ({"POST"} if route.path == "/api/v1/acknowledge" else {"GET", "HEAD"}) for route in app.routes if hasattr(route, "methods"))
+
+
+# --- issue 26: auth that cannot be timed or stalled; TLS reloads whole or not at all ------------
+
+
+def _serve(config: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    log = tmp_path / "vllm.log"
+    log.touch()
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exporter", "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    return process, port
+
+
+def _stop(process: subprocess.Popen[bytes]) -> str:
+    process.terminate()
+    output, _ = process.communicate(timeout=15)
+    return output.decode()
+
+
+def test_password_checks_neither_stall_the_server_nor_tell_which_users_exist(tmp_path):
+    import concurrent.futures
+    import time
+
+    config = tmp_path / "web.yml"
+    config.write_text(yaml.safe_dump({"basic_auth_users": {"prometheus": bcrypt.hashpw(b"good", bcrypt.gensalt(rounds=12)).decode()}}))
+    process, port = _serve(config, tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _answers(url + "/-/healthy", process), "the sidecar up")
+        finished: dict[str, float] = {}
+
+        def get(path: str, auth: tuple[str, str] | None, name: str) -> int:
+            status = httpx.get(url + path, auth=auth, timeout=60).status_code
+            finished[name] = time.monotonic()
+            return status
+
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            wrong = [pool.submit(get, "/metrics", ("prometheus", f"wrong {i}"), f"wrong {i}") for i in range(8)]
+            wait_until(lambda: process.poll() is None, "requests sent", timeout=1)
+            healthy = pool.submit(get, "/-/healthy", None, "healthy")
+            assert healthy.result() == 200 and all(future.result() == 401 for future in wrong)
+        # was: /-/healthy waited 1.9 s behind the eight checks on the event loop
+        assert finished["healthy"] < min(finished[f"wrong {i}"] for i in range(8))
+
+        def timed(user: str) -> float:
+            started = time.monotonic()
+            assert httpx.get(url + "/metrics", auth=(user, "guess"), timeout=60).status_code == 401
+            return time.monotonic() - started
+
+        known, unknown = min(timed("prometheus") for _ in range(3)), min(timed("nobody") for _ in range(3))
+        assert unknown > 0.5 * known  # was 2 ms against 247 ms: the user name leaked
+    finally:
+        _stop(process)
+
+
+def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
+    assert process.poll() is None
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_a_reload_with_a_broken_client_ca_keeps_the_live_tls_as_it_was(tmp_path, pki):
+    import signal
+
+    config = tmp_path / "web.yml"
+    tls_section = {"cert_file": pki["server"][0], "key_file": pki["server"][1]}
+    config.write_text(yaml.safe_dump({"tls_server_config": tls_section}))
+    process, port = _serve(config, tmp_path)
+    url = f"https://127.0.0.1:{port}/-/healthy"
+    client = httpx.Client(verify=tls(pki), timeout=5)  # no client certificate
+    try:
+        wait_until(lambda: _answers_with(client, url, process), "the sidecar up over TLS")
+        (tmp_path / "broken-ca.crt").write_text("not a certificate\n")
+        config.write_text(yaml.safe_dump({"tls_server_config": {**tls_section, "client_ca_file": str(tmp_path / "broken-ca.crt"),
+                                                                 "client_auth_type": "RequireAndVerifyClientCert"}}))
+        process.send_signal(signal.SIGHUP)  # reload now
+        client.close()
+        client = httpx.Client(verify=tls(pki), timeout=5)  # a new connection, after the refused reload
+        assert client.get(url).status_code == 200  # was: every new TLS connection failed (client certs already required)
+    finally:
+        client.close()
+        output = _stop(process)
+    assert "cannot load client_ca_file" in output and "broken-ca.crt" in output
+
+
+def _answers_with(client: httpx.Client, url: str, process: subprocess.Popen[bytes]) -> bool:
+    assert process.poll() is None
+    try:
+        return client.get(url).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+@pytest.mark.parametrize("broken", ["missing", "garbage", "mismatched"])
+def test_bad_tls_files_at_start_are_one_clear_line_naming_the_file(tmp_path, pki, broken):
+    cert = tmp_path / "server.crt"
+    if broken == "garbage":
+        cert.write_text("garbage\n")
+    elif broken == "mismatched":
+        cert.write_bytes(Path(pki["client"][0]).read_bytes())  # another key's certificate
+    config = tmp_path / "web.yml"
+    config.write_text(yaml.safe_dump({"tls_server_config": {"cert_file": str(cert), "key_file": pki["server"][1]}}))
+    log = tmp_path / "vllm.log"
+    log.touch()
+    done = subprocess.run([sys.executable, "-m", "exporter", "serve", "--log", str(log), "--listen", f"127.0.0.1:{free_port()}",
+                           "--web-config-file", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr  # was a 51-line traceback after "serving … https"
+    assert f"cannot load cert_file '{cert}'" in done.stderr

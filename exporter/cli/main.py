@@ -192,17 +192,19 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     )
     from exporter.cli.serve import run  # FastAPI and uvicorn load only for `serve`
 
-    run(
-        Settings(
-            logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
-            scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
-            state_dir=state_dir, web_config_file=web_config_file, from_start=from_start, log_timezone=log_timezone,
-            reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts,
-            log_format=log_format, listen=listen, windows=window_map,
-            poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
-            max_series=max_series, derive=derive_settings, exposition=exposition,
-        )
+    settings = Settings(
+        logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
+        scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
+        state_dir=state_dir, web_config_file=web_config_file, from_start=from_start, log_timezone=log_timezone,
+        reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts,
+        log_format=log_format, listen=listen, windows=window_map,
+        poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
+        max_series=max_series, derive=derive_settings, exposition=exposition,
     )
+    try:
+        run(settings)
+    except ConfigError as error:  # found only once the files are opened: TLS certificates, a state dir in use
+        raise click.ClickException(str(error)) from None
 
 
 @main.command("check-config")

@@ -1,10 +1,20 @@
-"""`serve`: build the store, the sources and the app from Settings, then run uvicorn."""
+"""`serve`: build the store, the sources and the app from Settings, then run uvicorn.
+
+Signals: SIGTERM and SIGINT stop the sidecar cleanly — every source stops, then the state (read
+positions and counters) is saved, last, atomically. SIGHUP reloads: the web config and the
+targets file are read again at once (they are also reloaded when they change) and the state is
+saved; the sidecar keeps running. The end of stdin (`--log -`) saves the state too.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import uvicorn
@@ -12,6 +22,7 @@ from fastapi import FastAPI
 
 from exporter.config import Settings, parse_duration
 from exporter.expose.app import Source, create_app
+from exporter.expose.connection import BoundedH11Protocol
 from exporter.expose.websecurity import WebSecurity
 from exporter.intervals.clock import parse_zone
 from exporter.intervals.pipeline import pipelines_into
@@ -55,29 +66,49 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
             plugin_dirs=settings.plugin_dirs,
             max_line_bytes=settings.max_line_bytes,
             defer=DEFER_SECONDS,
+            retire_after=settings.derive.stale_after,
         )
         store.before_read(log_source.complete)  # readers see every line read, however batched
         sources.append(log_source)
+    stdin: StdinSource | None = None
     if STDIN_UPSTREAM in settings.logs:
-        sources.append(
-            StdinSource(store, pipelines, log_format=settings.log_format)
-        )
+        stdin = StdinSource(store, pipelines, log_format=settings.log_format)
+        sources.append(stdin)
+    scrape: ScrapeSource | None = None
+    interpreter: ScrapeInterpreter | None = None
     if settings.targets or settings.targets_file:
-        sources.append(
-            ScrapeSource(
-                store,
-                ScrapeInterpreter(store, engine=settings.engine),
-                targets=[target_from_url(url) for url in settings.targets],
-                targets_file=settings.targets_file,
-                interval=settings.scrape_interval,
-                timeout=settings.scrape_timeout,
-                max_bytes=settings.max_scrape_bytes,
-            )
+        interpreter = ScrapeInterpreter(store, engine=settings.engine)
+        scrape = ScrapeSource(
+            store,
+            interpreter,
+            targets=[target_from_url(url) for url in settings.targets],
+            targets_file=settings.targets_file,
+            interval=settings.scrape_interval,
+            timeout=settings.scrape_timeout,
+            max_bytes=settings.max_scrape_bytes,
+            forget_after=settings.derive.stale_after,
         )
+        sources.append(scrape)
+    keeper: StateKeeper | None = None
     if settings.state_dir:
-        # last: it restores before anything starts and saves after the log follower has stopped
-        sources.append(StateKeeper(store, settings.state_dir, logs=log_source))
-    return create_app(store, settings.derive, sources, security, settings.exposition)
+        # last: it restores before anything starts and saves after every other source has stopped
+        keeper = StateKeeper(store, settings.state_dir, logs=log_source, scrapes=interpreter, cycles=scrape)
+        sources.append(keeper)
+        if stdin is not None:
+            stdin.on_end = keeper.save_soon
+    app = create_app(store, settings.derive, sources, security, settings.exposition)
+
+    def reload() -> None:
+        log.info("SIGHUP: reloading the web config and the targets file, saving the state")
+        if security is not None:
+            security.refresh(force=True)
+        if scrape is not None:
+            scrape.reload_targets()
+        if keeper is not None:
+            keeper.save_soon()
+
+    app.state.reload = reload
+    return app
 
 
 def run(settings: Settings) -> None:
@@ -87,10 +118,11 @@ def run(settings: Settings) -> None:
     # over every 1 ms (not 5) so that a GET of /metrics, which only sends bytes, waits less behind them
     sys.setswitchinterval(0.001)
     security = WebSecurity(settings.web_config_file) if settings.web_config_file else None
-    app = build_app(settings, security)
     tls: dict[str, Any] = {}
     if security is not None and security.config.tls is not None:
-        tls = {"ssl_context_factory": lambda config, default: security.ssl_context()}
+        context = security.ssl_context()  # bad TLS files: one clear error now, not a traceback after "serving"
+        tls = {"ssl_context_factory": lambda config, default: context}
+    app = build_app(settings, security)
     log.info(
         "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",
         "https" if tls else "http", host, port, ",".join(settings.logs) or "-", ",".join(settings.targets) or settings.targets_file or "-",
@@ -98,9 +130,10 @@ def run(settings: Settings) -> None:
     # keep-alive past a scrape interval (Prometheus reuses its connection); with uvicorn's 5 s, a loop
     # busy for seconds under a storm of status requests closed connections whose next request was
     # already in their buffer ("Server disconnected without sending a response")
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=75, **tls)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=75,
+                            http=BoundedH11Protocol, **tls)
     try:
-        _CalmServer(config).run()
+        _CalmServer(config, on_hangup=app.state.reload).run()
     except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it handled, after a clean shutdown
         pass
 
@@ -112,6 +145,29 @@ class _CalmServer(uvicorn.Server):
     second cost an idle sidecar 0.4% of a core, more than following ten idle logs. Shutdown on
     SIGTERM waits at most a second longer.
     """
+
+    def __init__(self, config: uvicorn.Config, on_hangup: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_hangup = on_hangup
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's SIGINT/SIGTERM handling, plus SIGHUP as a reload (its default action kills at once, saving nothing)."""
+        if threading.current_thread() is not threading.main_thread():
+            with super().capture_signals():
+                yield
+            return
+
+        def hangup(signum: int, frame: object) -> None:
+            # a handler interrupts the loop anywhere: do the work in a thread of its own
+            threading.Thread(target=self.on_hangup, name="sighup", daemon=True).start()
+
+        previous = signal.signal(signal.SIGHUP, hangup)
+        try:
+            with super().capture_signals():
+                yield
+        finally:
+            signal.signal(signal.SIGHUP, previous)
 
     async def main_loop(self) -> None:
         counter = 0

@@ -1,12 +1,17 @@
 """The HTTP side of `serve`: /metrics, /api/v1/status, / and /-/healthy, over FastAPI.
 
 The app owns its CollectorRegistry (never the global one) and starts and stops the sources in
-its lifespan, so a test can run the whole sidecar in-process or as a subprocess alike.
+its lifespan, so a test can run the whole sidecar in-process or as a subprocess alike. Sources
+start and stop in the order given (serve gives the state keeper last: it saves after every
+other source has stopped). Request bodies are bounded: at most MAX_BODY_BYTES (413 beyond,
+read no further) and JSON at most MAX_JSON_DEPTH deep (400).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -29,6 +34,8 @@ from exporter.judge.status import snapshot_report
 from exporter.state.store import Store
 
 TIMELINE_POINTS = 180
+MAX_BODY_BYTES = 64 << 10  # an acknowledgement is a few labels: far more is a mistake or an attack
+MAX_JSON_DEPTH = 32
 STATIC_FILES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 
 
@@ -68,7 +75,7 @@ def create_app(
         try:
             yield
         finally:
-            for source in sources:
+            for source in sources:  # in order: serve puts the state keeper last, so it saves last
                 source.stop()
 
     app = FastAPI(title="specdecode-exporter", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
@@ -80,7 +87,11 @@ def create_app(
         @app.middleware("http")
         async def basic_auth(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
             security.refresh()
-            if request.url.path not in OPEN_PATHS and not security.authorized(request.headers.get("authorization")):
+            header = request.headers.get("authorization")
+            allowed = request.url.path in OPEN_PATHS or security.quick(header)
+            if allowed is None:  # bcrypt in a worker thread: a check never stalls the loop, other requests or /-/healthy
+                allowed = await asyncio.get_running_loop().run_in_executor(security.checks, security.authorized, header)
+            if not allowed:
                 return PlainTextResponse(
                     "Unauthorized\n", status_code=401, headers={"WWW-Authenticate": 'Basic realm="specdecode-exporter"'}
                 )
@@ -103,15 +114,15 @@ def create_app(
 
     @app.post("/api/v1/acknowledge")
     async def acknowledge_route(request: Request) -> JSONResponse:
-        try:
-            body = await request.json()
-        except ValueError:
-            body = None
+        raw = await bounded_body(request, MAX_BODY_BYTES)
+        if raw is None:
+            return JSONResponse({"error": f"request body over {MAX_BODY_BYTES} bytes"}, status_code=413)
+        body = parse_json(raw, MAX_JSON_DEPTH)
         status_code, answer = acknowledge(store, settings, body, _who(request))
         return JSONResponse(answer, status_code=status_code)
 
     @app.get("/-/healthy")
-    def healthy() -> PlainTextResponse:
+    async def healthy() -> PlainTextResponse:  # on the loop: no thread pool, however busy, delays a liveness probe
         return PlainTextResponse("OK\n")
 
     @app.get("/", response_class=HTMLResponse)
@@ -126,6 +137,42 @@ def create_app(
         return Response(_asset(name), media_type=media_type, headers={"Cache-Control": "no-cache"})
 
     return app
+
+
+async def bounded_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None as soon as it is longer than `limit` (declared or sent): never buffered whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json(raw: bytes, max_depth: int) -> Any:
+    """JSON no deeper than `max_depth` (None if not JSON, or deeper: the parser recurses per level)."""
+    depth = deepest = 0
+    quoted = escaped = False
+    for byte in raw:  # brackets outside strings: a bounded, linear pre-check
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            quoted = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > max_depth:
+                return None
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _who(request: Request) -> str:

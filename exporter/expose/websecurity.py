@@ -9,10 +9,17 @@
     basic_auth_users:
       prometheus: $2b$12$…                     # bcrypt hashes, as htpasswd -nBC 12 writes them
 
-The file is re-read when it changes (checked at most once a second, on requests): new users and
-passwords apply at once; new certificates and client CAs are loaded into the live TLS context and
-apply to new connections. A broken new file is refused with a log line and the last good one
-stays. Paths are relative to the file. Every endpoint but `/-/healthy` requires the credentials.
+The file is re-read when it changes (checked at most once a second, on requests) and on SIGHUP:
+new users and passwords apply at once; new certificates and client CAs apply to new connections.
+A reload applies whole or not at all: the new TLS settings are loaded into a fresh context first,
+and only if every file loads is it swapped in; a broken new file is refused with a log line naming
+it and the last good one stays. Paths are relative to the file. Every endpoint but `/-/healthy`
+requires the credentials.
+
+Password checks cannot stall the server or be timed: bcrypt runs in a worker thread (the caller
+awaits it), an unknown user is checked against a dummy hash of the same cost (as slow as a known
+one: user names do not leak), and only successes are remembered, so a flood of wrong passwords
+can neither fill the cache nor evict the good ones.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ import os
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +51,7 @@ CLIENT_AUTH = {
 }
 MIN_VERSIONS = {"TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
 OPEN_PATHS = ("/-/healthy",)  # liveness probes carry no credentials; it says only "OK"
+REMEMBERED = 1024  # successful (user, password) checks kept, least recently used dropped first
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,12 @@ class WebSecurity:
         self._checked = time.monotonic()
         self._lock = threading.Lock()
         self._context: ssl.SSLContext | None = None
-        self._verified: dict[tuple[str, str], bool] = {}  # bcrypt is slow by design: remember answers
+        # bcrypt is slow by design: successes are remembered (never failures, which an attacker chooses)
+        self._verified: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._dummy = _dummy_hash(self.config.users)
+        # password checks run here, not in the server's shared thread pool: a flood of them queues
+        # behind its own two threads and leaves every other request's threads free
+        self.checks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bcrypt")
 
     def _stat(self) -> float | None:
         try:
@@ -117,37 +132,48 @@ class WebSecurity:
         except OSError:
             return None
 
-    def refresh(self) -> None:
-        """Re-read the file if it changed (checked at most once a second)."""
+    def refresh(self, force: bool = False) -> None:
+        """Re-read the file if it changed (checked at most once a second), or now if `force` (SIGHUP)."""
         now = time.monotonic()
-        if now - self._checked < 1.0:
+        if not force and now - self._checked < 1.0:
             return
         with self._lock:
             self._checked = now
             mtime = self._stat()
-            if mtime is None or mtime == self._mtime:
+            if mtime is None or (mtime == self._mtime and not force):
                 return
             try:
                 config = load_web_config(self.path)
                 if self._context is not None and config.tls is not None:
-                    _load_into(self._context, config.tls)
-            except (ConfigError, OSError, ssl.SSLError) as error:
+                    tls_context(config.tls)  # whole or nothing: every new file loads in a fresh context first
+            except ConfigError as error:
                 log.warning("web config not reloaded, keeping the last good one path=%s error=%s", self.path, error)
                 return
-            self.config, self._mtime, self._verified = config, mtime, {}
+            if self._context is not None and config.tls is None:
+                log.warning("web config not reloaded: TLS cannot be turned off without a restart path=%s", self.path)
+                return
+            if self._context is not None and config.tls is not None:
+                try:
+                    _load_into(self._context, config.tls)  # the listener's context, changed in place for new connections
+                except ConfigError as error:  # a file replaced between the two loads: the next change retries
+                    log.warning("web config partly reloaded path=%s error=%s", self.path, error)
+                    return
+            self.config, self._mtime = config, mtime
+            self._verified, self._dummy = OrderedDict(), _dummy_hash(config.users)
             log.info("web config reloaded path=%s users=%d tls=%s", self.path, len(config.users), config.tls is not None)
 
     def ssl_context(self) -> ssl.SSLContext:
-        """The server's TLS context (created once; reloads change it in place)."""
+        """The server's TLS context (created once; reloads change it in place); ConfigError names the
+        file that does not load."""
         assert self.config.tls is not None
         if self._context is None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            _load_into(context, self.config.tls)
-            self._context = context
+            self._context = tls_context(self.config.tls)
         return self._context
 
     def authorized(self, header: str | None) -> bool:
-        """Whether an Authorization header carries a configured user's password."""
+        """Whether an Authorization header carries a configured user's password (blocking: bcrypt).
+
+        As slow for an unknown user as for a known one: the password is checked against a dummy hash."""
         users = self.config.users
         if not users:
             return True
@@ -158,19 +184,73 @@ class WebSecurity:
         except (ValueError, UnicodeDecodeError):
             return False
         hashed = users.get(user)
-        if hashed is None:
+        key = (user, hashlib.sha256(password.encode() + (hashed or b"")).hexdigest())
+        if hashed is not None and self.remembered(key):
+            return True
+        good = bcrypt.checkpw(password.encode(), hashed if hashed is not None else self._dummy)
+        if hashed is None or not good:
             return False
-        key = (user, hashlib.sha256(password.encode() + hashed).hexdigest())
-        if key not in self._verified:
-            if len(self._verified) > 1024:
-                self._verified.clear()
-            self._verified[key] = bcrypt.checkpw(password.encode(), hashed)
-        return self._verified[key]
+        with self._lock:
+            self._verified[key] = None
+            while len(self._verified) > REMEMBERED:
+                self._verified.popitem(last=False)
+        return True
+
+    def remembered(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            if key in self._verified:
+                self._verified.move_to_end(key)
+                return True
+        return False
+
+    def quick(self, header: str | None) -> bool | None:
+        """The answer without bcrypt, when there is one (no users, no header, a remembered success); None: check."""
+        users = self.config.users
+        if not users:
+            return True
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:], validate=True).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        hashed = users.get(user)
+        if hashed is not None and self.remembered((user, hashlib.sha256(password.encode() + hashed).hexdigest())):
+            return True
+        return None
+
+
+def _dummy_hash(users: Mapping[str, bytes]) -> bytes:
+    """A hash of the same cost as the configured ones, checked for unknown users (so they take as long)."""
+    cost = max((int(hashed.split(b"$")[2]) for hashed in users.values() if hashed.count(b"$") >= 3 and hashed.split(b"$")[2].isdigit()),
+               default=12)
+    return bcrypt.hashpw(os.urandom(16).hex().encode(), bcrypt.gensalt(rounds=min(max(cost, 4), 31)))
+
+
+def tls_context(tls: TLSConfig) -> ssl.SSLContext:
+    """A server context with every file of `tls` loaded; ConfigError names the one that does not load."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _load_into(context, tls)
+    return context
 
 
 def _load_into(context: ssl.SSLContext, tls: TLSConfig) -> None:
+    """Load `tls` into `context`: the client CA before the verify mode that needs it."""
     context.minimum_version = MIN_VERSIONS[tls.min_version]
-    context.load_cert_chain(tls.cert_file, tls.key_file)
-    context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
+    try:
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(f"tls_server_config: cannot load cert_file {tls.cert_file!r} with key_file {tls.key_file!r}: "
+                          f"{_reason(error)}") from None
     if tls.client_ca_file:
-        context.load_verify_locations(tls.client_ca_file)
+        try:
+            context.load_verify_locations(tls.client_ca_file)
+        except (OSError, ssl.SSLError) as error:
+            raise ConfigError(f"tls_server_config: cannot load client_ca_file {tls.client_ca_file!r}: {_reason(error)}") from None
+    context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
+
+
+def _reason(error: OSError | ssl.SSLError) -> str:
+    if isinstance(error, ssl.SSLError):
+        return error.reason or str(error)
+    return error.strerror or str(error)

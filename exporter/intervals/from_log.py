@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length, drafts_from_tokens
 from exporter.intervals.reconstruct import reconstruct
+from exporter.intervals.writers import WriterWatch
 from exporter.parse.envelope import parse_bare, parse_envelope, split_records, strip_ansi
 from exporter.parse.json_log import looks_like_json_record
 from exporter.parse.scan import might_matter
@@ -93,6 +94,7 @@ class LogInterpreter:
     restarts: int = 0
     last_undated: float | None = None  # the latest time resolved from a stamp without a year (clock="log")
     unstamped: int = 0  # spec lines timed on arrival for want of a stamp of their own (clock="log": message-only lines)
+    _writers: WriterWatch | None = None  # says so when two servers write this log (intervals/writers.py)
 
     def feed(self, line: RawLine) -> LineOutcome:
         text = line.text
@@ -267,6 +269,9 @@ class LogInterpreter:
         emitted: int | None = None
         config: SpecConfig | None = None
         new_run = False
+        if self._writers is None:
+            self._writers = WriterWatch(self.upstream)
+        self._writers.spec_line_from(pid)
         if parsed.cumulative:
             k_printed = parsed.num_speculative_tokens
             if k_printed and k_printed != self.config.num_speculative_tokens:

@@ -12,12 +12,19 @@ A counter lower than before under the same `_created` is no restart (a restart r
 endpoint is drained on read, or its "counters" are not cumulative. Read as counters, each scrape's
 values would be taken for a reset or subtracted from the last — an undercount — so the target is
 marked `drained` and gives no more intervals.
+
+The baselines (the previous scrape of each series) are saved in the state dir with the counters
+they produced: after a sidecar restart the first scrape continues from them, so what the target
+counted while the sidecar was down is counted once — unless its `_created` or a fallen counter
+says it restarted too (then that stretch is dropped like any reset).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from exporter.parse.exposition import CounterId, CounterSet
 from exporter.records import Interval, SeriesKey
@@ -62,6 +69,23 @@ class ScrapeDeltas:
                 intervals.append(interval)
         return intervals
 
+    def baselines(self) -> list[dict[str, Any]]:
+        """The previous scrape of each series, as JSON (with the counters it produced: state dir)."""
+        return [{"model_name": model, "engine": engine, "at": previous.at, "counters": _counters_json(previous.counters)}
+                for (model, engine), previous in self._previous.items()]
+
+    def restore(self, saved: list[Any]) -> int:
+        """Continue from saved baselines (entries that are not one are passed over); how many were restored."""
+        restored = 0
+        for entry in saved:
+            try:
+                key = (str(entry["model_name"]), str(entry["engine"]))
+                self._previous[key] = _Previous(_counters_from_json(entry["counters"]), float(entry["at"]))
+            except (TypeError, KeyError, ValueError, AttributeError):
+                continue
+            restored += 1
+        return restored
+
     def _interval(self, key: tuple[str, str], previous: _Previous, now: CounterSet, at: float) -> Interval | None:
         draft_tokens = _delta(previous.counters.draft_tokens, now.draft_tokens)
         accepted = _delta(previous.counters.accepted_tokens, now.accepted_tokens)
@@ -93,6 +117,28 @@ class ScrapeDeltas:
             k=k,
             variant=self.variant,
         )
+
+
+def _counters_json(counters: CounterSet) -> dict[str, Any]:
+    return {"drafts": counters.drafts, "draft_tokens": counters.draft_tokens, "accepted_tokens": counters.accepted_tokens,
+            "accepted_per_position": [[position, value] for position, value in counters.accepted_per_position.items()],
+            "created": [[name, position, value] for (name, position), value in counters.created.items()]}
+
+
+def _counters_from_json(saved: Mapping[str, Any]) -> CounterSet:
+    """TypeError/ValueError/KeyError for anything that is not a saved CounterSet."""
+    def number(value: Any) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"not a count: {value!r}")
+        return float(value)
+
+    return CounterSet(
+        drafts=number(saved["drafts"]), draft_tokens=number(saved["draft_tokens"]), accepted_tokens=number(saved["accepted_tokens"]),
+        accepted_per_position={int(position): float(value) for position, value in saved["accepted_per_position"]},
+        created={(str(name), None if position is None else int(position)): float(value) for name, position, value in saved["created"]},
+    )
 
 
 def _plausible(counters: CounterSet) -> bool:

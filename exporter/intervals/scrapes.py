@@ -8,7 +8,9 @@ tells the source what to post as the target's health. vLLM's `/version` is asked
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.parse.exposition import DRAINED_COUNTERS_DETAIL, DRAINED_DETAIL, ExpositionError, ExpositionSnapshot, looks_drained, parse_exposition
@@ -43,10 +45,29 @@ class ScrapeInterpreter:
         self.sink = sink
         self.engine = engine  # force the /metrics engine instead of detecting it
         self._targets: dict[str, _Target] = {}
+        self._saved: dict[str, list[Any]] = {}  # baselines restored from the state dir, taken at a target's first scrape
+        # held while a body turns into intervals, and while the state is saved: the baselines and the
+        # counters they produced are saved as one snapshot (a restart neither loses nor doubles a delta)
+        self.lock = threading.RLock()
+
+    def baselines(self) -> dict[str, list[dict[str, Any]]]:
+        """Every target's baselines, as JSON (call with `lock` held, with the store's counters)."""
+        saved = {url: list(entries) for url, entries in self._saved.items()}
+        saved.update({url: target.deltas.baselines() for url, target in self._targets.items()})
+        return saved
+
+    def restore(self, saved: Any) -> None:
+        """Baselines saved by an earlier run (a mapping of target URL to entries; anything else is ignored)."""
+        if isinstance(saved, dict):
+            self._saved = {str(url): entries for url, entries in saved.items() if isinstance(entries, list)}
 
     def accept(self, url: str, text: str, now: float) -> ScrapeResult:
         if looks_drained(text):  # each read takes the stats from everyone else: once is already too many
             return ScrapeResult(failure=("drained_endpoint", DRAINED_DETAIL), stop=True)
+        with self.lock:
+            return self._accept(url, text, now)
+
+    def _accept(self, url: str, text: str, now: float) -> ScrapeResult:
         try:
             snapshot = parse_exposition(text, self.engine)
         except ExpositionError as error:
@@ -56,6 +77,7 @@ class ScrapeInterpreter:
         target = self._targets.get(url)
         if target is None:
             target = self._targets[url] = _Target(ScrapeDeltas(url))
+            target.deltas.restore(self._saved.pop(url, []))
         deltas = target.deltas
         deltas.variant = snapshot.engine_kind or "unknown"
         invalid_before = deltas.invalid
@@ -84,7 +106,9 @@ class ScrapeInterpreter:
             self.sink.record_config(url, _config(target.snapshot, version))
 
     def forget(self, url: str) -> None:
-        self._targets.pop(url, None)
+        with self.lock:
+            self._targets.pop(url, None)
+            self._saved.pop(url, None)
 
 
 def _config(snapshot: ExpositionSnapshot, version: str | None) -> SpecConfig:

@@ -17,8 +17,9 @@ Times are unix seconds. An interval record holds exactly what vLLM's scheduler c
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 MARK = "specdecode_plugin"
 VERSION = 1
@@ -105,7 +106,7 @@ def decode(line: str) -> PluginInterval | PluginConfig | None:
     if kind != "interval":
         return None
     start, end = record.get("start"), record.get("end")
-    if not isinstance(start, (int, float)) or not isinstance(end, (int, float)) or end < start:
+    if not _finite(start) or not _finite(end) or end < start:  # NaN compares false to everything: end < start let it through
         raise RecordError("bad_value")
     interval = PluginInterval(
         engine=str(record.get("engine", 0)),
@@ -120,4 +121,15 @@ def decode(line: str) -> PluginInterval | PluginConfig | None:
     )
     if interval.accepted_tokens > interval.draft_tokens or sum(interval.accepted_per_position) != interval.accepted_tokens:
         raise RecordError("inconsistent_counts")
+    drafts = interval.drafts
+    # values that cannot be: a position accepted in more drafts than were made (a ratio above 1), fewer
+    # draft tokens than drafts, or tokens drafted in no draft
+    if any(accepted > drafts for accepted in interval.accepted_per_position) or interval.draft_tokens < drafts or (
+        drafts == 0 and interval.draft_tokens > 0
+    ):
+        raise RecordError("bad_value")
     return interval
+
+
+def _finite(value: object) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -19,27 +19,35 @@ from file events or the polling timer — events are hints, never truth) we re-d
                              one pread that starts at the remembered bytes.
 
 After a restart, reading resumes at the saved position in the file it was taken in — same inode,
-first bytes and bytes before the offset, wherever it is now (.1, .2, …) — then reads every file
-rotated after it, oldest first by modification time, then the current file; for a copytruncate
-while stopped, in the oldest copy that starts like it; if that file was deleted meanwhile, every
-file rotated after its last write known. Lines are returned only when complete; a partial last
-line waits for its newline. Not recoverable: the rest of a file deleted while we were down, files
-compressed while we were down; lines written between logrotate's copy and its truncate (they
-exist only in the copy).
+first bytes, bytes before the offset and crc32 of every byte before it, wherever it is now (.1,
+.2, …) — then reads every file rotated after it, oldest first by modification time, then the
+current file; for a copytruncate while stopped, in the copy holding exactly the bytes read (the
+first one made after the position was saved); if that file was deleted meanwhile, every file
+rotated after its last write known. Lines are returned only when complete; a partial last line
+waits for its newline, and a saved position is always at a line boundary (inside an over-long
+line too: it is skipped again after a restart, never read from its middle). Not recoverable: the
+rest of a file deleted while we were down, files compressed while we were down.
+
+The followers of one log source share a Ledger (sources/ledger.py): a file is read by one of them
+only, whatever names it has (a glob that matches the rotated files too), and the copy of a file
+continues where that file was read to.
 """
 
 from __future__ import annotations
 
 import errno
 import glob
+import hashlib
 import logging
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from exporter.sources.ledger import Ledger, ReadTo
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
-from exporter.sources.position import FilePosition, before_offset, fingerprint_of, matches
+from exporter.sources.position import FilePosition, before_offset, matches, prefix_crc
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +86,14 @@ class FollowedFile:
     """One path, followed: call `poll()` on every wake-up and consume the lines it yields."""
 
     def __init__(
-        self, path: str, *, start_at_end: bool, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, resume: FilePosition | None = None
+        self, path: str, *, start_at_end: bool, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, resume: FilePosition | None = None,
+        ledger: Ledger | None = None, let_go_when_gone: bool = False,
     ) -> None:
         self.path = path
+        self.ledger = ledger if ledger is not None else Ledger()
+        # a glob-matched path whose file is deleted is let go at once (closed: its disk space is freed),
+        # not held open for ever; a renamed one is drained on, as for a plain path
+        self.let_go_when_gone = let_go_when_gone
         self.counters = FileCounters()
         self._resume = resume
         if resume is not None:
@@ -91,26 +104,49 @@ class FollowedFile:
         self._fd = -1  # the open file's descriptor, read with pread
         self._identity: tuple[int, int] | None = None
         self._offset = 0
+        self._crc = 0  # crc32 of the bytes [0, _offset)
+        self._committed = 0  # just after the last newline read: where a saved position stands
+        self._committed_crc = 0  # crc32 of the bytes [0, _committed)
+        self._final: FilePosition | None = None  # where reading stood when the file was last closed
+        self.error: str | None = None  # why the path exists but cannot be read (said once in the log)
         self._tail = b""  # the last bytes read, ending at _offset
         self._head = b""  # the file's first bytes as read, to recognise a copy of it (copytruncate)
         self._start_at_end = start_at_end  # only for the file that exists when we start
         self.exists = False
 
+    @property
+    def up(self) -> bool:
+        """The path exists and can be read (source_up)."""
+        return self.exists and self.error is None
+
     def close(self) -> None:
-        if self._file is not None:
+        """Close the file; its position stays known (a clean stop saves it after every file is closed)."""
+        if self._file is not None and self._identity is not None:
+            self._final = self.position()
+            self.ledger.release(self._identity, self, self.read_to())
             self._file.close()
             self._file, self._fd = None, -1
 
+    def read_to(self) -> ReadTo | None:
+        """How far the open file was read, at a line boundary (the Ledger's question)."""
+        if self._file is None:
+            return None
+        return ReadTo(self._committed, self._committed_crc, self._head[: min(self._committed, FINGERPRINT_BYTES)], self._file.name)
+
     def position(self) -> FilePosition | None:
-        """Where reading stands, at the last complete line (None before the file was opened)."""
+        """Where reading stands, at the last complete line (None before a file was opened)."""
         if self._file is None or self._identity is None:
-            return self._resume
-        committed = self._offset - self.buffer.pending
+            return self._resume or self._final
+        committed = self._committed
         length = min(committed, FINGERPRINT_BYTES)
         counters = self.counters
-        fingerprint = fingerprint_of(self._file, length)
+        fingerprint = hashlib.sha256(self._head[:length]).hexdigest()
+        try:
+            modified = os.fstat(self._fd).st_mtime_ns
+        except OSError:
+            modified = None
         return FilePosition(self.path, fingerprint, length, committed, counters.rotations, counters.truncations, self._identity[1],
-                            os.fstat(self._fd).st_mtime_ns, before_offset(self._file, committed))
+                            modified, before_offset(self._file, committed), self._committed_crc)
 
     def poll(self) -> Iterator[bytes | _FileReplaced]:
         """Yield the new complete lines as blocks (lines joined by b"\\n"), and FILE_REPLACED at a rotation."""
@@ -119,15 +155,20 @@ class FollowedFile:
         try:
             stat = os.stat(self.path)
         except FileNotFoundError:
-            self.exists = False
+            self.exists, self.error = False, None
             self._start_at_end = False  # it did not exist when we started: read it whole once it appears
             if self._file is not None:
                 yield from self._drain()
+                if self.let_go_when_gone and self._deleted():
+                    yield from self._let_go()
             return
         except OSError as error:
+            self.exists = True
             self._error(error)
             return
         self.exists = True
+        if self._file is not None:
+            self._readable()
         identity = (stat.st_dev, stat.st_ino)
         if self._file is not None and identity != self._identity:
             yield from self._drain()
@@ -156,6 +197,19 @@ class FollowedFile:
             if len(fresh) == READ_CHUNK:  # catching up: read on, chunk by chunk
                 yield from self._drain()
 
+    def _deleted(self) -> bool:
+        """Has the open file no name left? (A renamed one is still written, maybe: it stays open.)"""
+        try:
+            return os.fstat(self._fd).st_nlink == 0
+        except OSError:
+            return True
+
+    def _let_go(self) -> Iterator[bytes]:
+        """The path is gone and its file deleted: finish it (its unfinished last line counts) and close
+        it, so its disk space is freed; a renamed file is drained on, as for a plain path."""
+        yield from self._flush()
+        self.close()
+
     def _resume_reading(self) -> Iterator[bytes | _FileReplaced]:
         """First poll after a restart: continue where the saved position says, wherever that file is now."""
         position, self._resume = self._resume, None
@@ -170,9 +224,11 @@ class FollowedFile:
         found = next((candidate for candidate in siblings if matches(candidate, position)), None)
         if found is None and position.inode is not None and getattr(_stat(self.path), "st_ino", None) == position.inode:
             # copied and truncated while we were down: the file stayed (emptied); our rest is in the
-            # oldest copy that still starts like it
+            # copy that holds exactly what we read — the first one made after our position was saved
+            # (a later copy matches only if the log repeated itself byte for byte)
             copies = [(os.stat(c).st_mtime_ns, c) for c in siblings if matches(c, position, any_inode=True)]
-            found = min(copies, default=(0, None))[1]
+            after = [copy for copy in copies if position.modified_ns is None or copy[0] >= position.modified_ns]
+            found = min(after, default=max(copies, default=(0, None)))[1]
         if found is not None and self._open_at(found, position.offset):
             log.info("finishing a file rotated while stopped rotated=%s offset=%d", found, position.offset)
             opened = os.fstat(self._fd)
@@ -233,38 +289,67 @@ class FollowedFile:
         return [candidate for candidate in dict.fromkeys(found) if candidate != path]
 
     def _finish_copy(self) -> Iterator[bytes]:
-        """copytruncate: what was written after our last read is in the copy; read it from our offset."""
+        """copytruncate: what was written after our last read is in the copy; read it from our offset.
+
+        The copy is the one holding exactly the bytes we read (crc32 of all of them), the newest if
+        several do: date-named copies of a log whose lines repeat can share first bytes and last line."""
         if not self._offset or not self._head:
             return
+        copies = []
         for candidate in self._siblings(self.path):
             try:
                 with open(candidate, "rb") as copy:
-                    if os.fstat(copy.fileno()).st_size < self._offset or copy.read(len(self._head)) != self._head:
+                    stat = os.fstat(copy.fileno())
+                    if stat.st_size < self._offset or copy.read(len(self._head)) != self._head:
                         continue
                     if self._tail and os.pread(copy.fileno(), len(self._tail), self._offset - len(self._tail)) != self._tail:
                         continue
-                    copy.seek(self._offset)
-                    while chunk := copy.read(READ_CHUNK):
-                        block = self.buffer.feed(chunk)
-                        if block is not None:
-                            yield block
+                    if self.ledger.held_by_other((stat.st_dev, stat.st_ino), self):
+                        continue  # another follower reads it (a glob matching the copies)
+                    if prefix_crc(copy.fileno(), self._offset) == self._crc:
+                        copies.append((stat.st_mtime_ns, candidate))
             except OSError:
                 continue
-            log.info("log file copied and truncated; read the rest from the copy copy=%s", candidate)
+        if not copies:
             return
+        candidate = max(copies)[1]
+        try:
+            with open(candidate, "rb") as copy:
+                stat, crc, offset = os.fstat(copy.fileno()), self._crc, self._offset
+                while chunk := os.pread(copy.fileno(), READ_CHUNK, offset):
+                    crc, offset = zlib.crc32(chunk, crc), offset + len(chunk)
+                    block = self.buffer.feed(chunk)
+                    if block is not None:
+                        yield block
+                # a follower of the copy's own name (a glob) continues after what was read here
+                self.ledger.note((stat.st_dev, stat.st_ino), ReadTo(offset, crc, self._head[: min(offset, FINGERPRINT_BYTES)], candidate), self)
+        except OSError:
+            return
+        log.info("log file copied and truncated; read the rest from the copy copy=%s", candidate)
 
     def _open_at(self, path: str, offset: int) -> bool:
         try:
             handle = open(path, "rb")  # noqa: SIM115 - kept open across polls on purpose
         except OSError:
             return False
-        self._adopt(handle, offset)
-        return True
+        return self._adopt(handle, offset)
 
-    def _adopt(self, handle: BinaryIO, offset: int) -> None:
+    def _adopt(self, handle: BinaryIO, offset: int) -> bool:
+        """Follow the open `handle` from `offset`, or further if the ledger knows it was read further
+        (under another name, or as the file it is a copy of); False (and closed) if it is another
+        follower's to read."""
         opened = os.fstat(handle.fileno())
-        self._file, self._fd, self._identity = handle, handle.fileno(), (opened.st_dev, opened.st_ino)
-        self._seek(offset)
+        identity = (opened.st_dev, opened.st_ino)
+        resume = self.ledger.claim(identity, handle.fileno(), handle.name, self)
+        if resume is None:
+            handle.close()
+            return False
+        self._file, self._fd, self._identity = handle, handle.fileno(), identity
+        if resume[0] > offset:
+            self._seek(*resume)
+        else:
+            self._seek(offset)
+        return True
 
     def _open(self, identity: tuple[int, int], size: int) -> bool:
         try:
@@ -274,20 +359,21 @@ class FollowedFile:
         except OSError as error:
             self._error(error)
             return False
-        opened = os.fstat(handle.fileno())
-        self._file, self._fd, self._identity = handle, handle.fileno(), (opened.st_dev, opened.st_ino)
-        self._seek(0)  # forget the previous file's head and tail too
-        if self._start_at_end:
-            self._seek(opened.st_size)
+        if not self._adopt(handle, os.fstat(handle.fileno()).st_size if self._start_at_end else 0):
+            return False
+        self._readable()
         self._start_at_end = False  # files that appear or replace it later are read whole
         return True
 
-    def _seek(self, offset: int) -> None:
+    def _seek(self, offset: int, crc: int | None = None) -> None:
         """Read on from `offset` (every read is a pread at our own offset: the handle's position is unused)."""
         assert self._file is not None
-        self._offset = offset
+        self._offset = self._committed = offset
         self._tail = b""
         self._head = self._read_at(0, min(offset, FINGERPRINT_BYTES)) if offset else b""
+        if crc is None:
+            crc = (prefix_crc(self._fd, offset) or 0) if offset else 0
+        self._crc = self._committed_crc = crc
         if offset:
             self._tail = self._read_at(max(0, offset - TAIL_CHECK_BYTES), min(offset, TAIL_CHECK_BYTES))
 
@@ -315,6 +401,14 @@ class FollowedFile:
         """Account for `chunk`, read at our offset; the complete lines it finishes (None: none yet)."""
         if len(self._head) < FINGERPRINT_BYTES and self._offset == len(self._head):
             self._head += chunk[: FINGERPRINT_BYTES - len(self._head)]
+        last = chunk.rfind(b"\n")
+        if last >= 0:  # a line boundary: what a saved position may point at (even inside an over-long line's file)
+            view = memoryview(chunk)
+            self._committed_crc = zlib.crc32(view[: last + 1], self._crc)
+            self._crc = zlib.crc32(view[last + 1 :], self._committed_crc)
+            self._committed = self._offset + last + 1
+        else:
+            self._crc = zlib.crc32(chunk, self._crc)
         self._offset += len(chunk)
         self._tail = chunk[-TAIL_CHECK_BYTES:] if len(chunk) >= TAIL_CHECK_BYTES else (self._tail + chunk)[-TAIL_CHECK_BYTES:]
         return self.buffer.feed(chunk)
@@ -336,9 +430,22 @@ class FollowedFile:
 
     def _flush(self) -> Iterator[bytes]:
         block = self.buffer.flush()
+        self._committed, self._committed_crc = self._offset, self._crc  # the unfinished last line counts: all of it was read
         if block is not None:
             yield block
 
     def _error(self, error: OSError) -> None:
-        level = logging.DEBUG if error.errno == errno.ENOENT else logging.WARNING
-        log.log(level, "cannot read log file path=%s error=%s", self.path, error)
+        """Say why the path cannot be read — once, not at every pass (the sidecar's own log may sit
+        in the watched directory: each warning would wake the next pass)."""
+        if error.errno == errno.ENOENT:
+            log.debug("cannot read log file path=%s error=%s", self.path, error)
+            return
+        reason = error.strerror or type(error).__name__
+        if reason != self.error:
+            log.warning("cannot read log file path=%s error=%s", self.path, error)
+        self.error = reason
+
+    def _readable(self) -> None:
+        if self.error is not None:
+            log.info("log file readable again path=%s", self.path)
+            self.error = None

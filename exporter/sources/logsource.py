@@ -2,7 +2,10 @@
 
 Each wake-up (a file event or the poll timer) runs one pass over all followed files; globs are
 expanded again on every pass so files that appear later are picked up (and read from their
-start). Files that exist at startup are read from their end unless `from_start` — but their first
+start, or where the same file was read under another name: sources/ledger.py). A glob-matched
+file that is deleted is closed at once (its disk space is freed; a renamed one is drained on),
+and a glob-matched path gone for `retire_after` seconds is retired: its series and its source
+health are dropped, so no alert fires for a file deleted on purpose. Files that exist at startup are read from their end unless `from_start` — but their first
 MiB is scanned once for the startup lines, so the model name and speculative config are known
 even when the sidecar joins a running server.
 
@@ -26,6 +29,7 @@ from collections.abc import Callable, Sequence
 from exporter.config import LogFormat
 from exporter.records import HealthBoard, SourceStats
 from exporter.sources.consumer import LogConsumer, LogConsumerFactory
+from exporter.sources.ledger import Ledger
 from exporter.sources.logfile import FollowedFile
 from exporter.sources.position import FilePosition
 from exporter.sources.wake import EventWaker, Waker, file_waker
@@ -61,6 +65,7 @@ class LogSource:
         clock: Callable[[], float] = time.time,
         plugin_dirs: Sequence[str] = (),
         defer: float = 0.0,
+        retire_after: float = 300.0,
     ) -> None:
         # a plugin directory is followed like a log: every process's record file in it, read from its
         # start (records are exact deltas), all under one upstream named after the directory
@@ -76,6 +81,9 @@ class LogSource:
         self.clock = clock
         self._waker = waker
         self._files: dict[str, tuple[FollowedFile, LogConsumer]] = {}
+        self._ledger = Ledger()  # one identity per file across all the paths followed
+        self.retire_after = retire_after
+        self._gone_since: dict[str, float] = {}  # glob-matched paths that are gone, since when (monotonic)
         self._first_pass = True
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -93,10 +101,11 @@ class LogSource:
 
     def restore(self, positions: list[dict[str, object]]) -> None:
         """Resume these files where an earlier run stopped (instead of at their end)."""
-        for entry in positions:
+        for entry in positions if isinstance(positions, list) else []:
             try:
                 position = FilePosition.from_json(entry)
-            except TypeError:
+            except (TypeError, AttributeError) as error:  # a hand-edited state file: that file starts afresh
+                log.warning("saved log position unusable, ignored entry=%.200r error=%s", entry, error)
                 continue
             self._restored[position.path] = position
 
@@ -106,6 +115,11 @@ class LogSource:
 
     def on_pass(self, callback: Callable[[], None]) -> None:
         self._after_pass = callback
+
+    def wake(self) -> None:
+        """Run a pass now (the state keeper asks, to save at once)."""
+        if self._waker is not None:
+            self._waker.wake()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -157,16 +171,36 @@ class LogSource:
                 continue  # a plain path, followed already: nothing to expand
             for path in self._expand(pattern):
                 if path not in self._files:
-                    self._files[path] = self._follow(path, self._plugin_dirs.get(pattern))
+                    self._files[path] = self._follow(path, pattern, self._plugin_dirs.get(pattern))
         self._first_pass = False
         for followed, pipeline in self._files.values():
             for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
                 self._queue(pipeline, item)
+        self._retire()
         with self._pending_lock:
             if not self._pending or self.defer <= 0 or time.monotonic() - self._pending_since >= self.defer:
                 self._complete()
         if self._after_pass is not None:
             self._after_pass()
+
+    def _retire(self) -> None:
+        """Drop the followers of glob-matched files gone for `retire_after` seconds (closed already)."""
+        now = time.monotonic()
+        for path, (followed, pipeline) in list(self._files.items()):
+            if not followed.let_go_when_gone or followed.exists:
+                self._gone_since.pop(path, None)
+                continue
+            since = self._gone_since.setdefault(path, now)
+            if now - since < self.retire_after:
+                continue
+            with self._pending_lock:
+                self._complete()  # what it read reaches the store before its series are dropped
+            del self._files[path], self._gone_since[path]
+            followed.close()
+            if pipeline.upstream == path:  # its own upstream (a plugin directory's stays)
+                self._posted.pop(path, None)
+                self.health.forget(path)
+                log.info("log file gone, its series retired path=%s", path)
 
     def _queue(self, pipeline: LogConsumer, item: bytes | object) -> None:
         """Queue one block (or a file replacement) in read order; the lock is held only for this, so
@@ -202,11 +236,12 @@ class LogSource:
                 fed.add(pipeline.upstream)
         self._report(fed)
 
-    def _follow(self, path: str, plugin_dir: str | None = None) -> tuple[FollowedFile, LogConsumer]:
+    def _follow(self, path: str, pattern: str, plugin_dir: str | None = None) -> tuple[FollowedFile, LogConsumer]:
         resume = self._restored.pop(path, None)
         from_start = self.from_start or plugin_dir is not None
         start_at_end = self._first_pass and not from_start and os.path.exists(path) and resume is None
-        followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes, resume=resume)
+        followed = FollowedFile(path, start_at_end=start_at_end, max_line_bytes=self.max_line_bytes, resume=resume,
+                                ledger=self._ledger, let_go_when_gone=path != pattern)
         pipeline = self.consumers(
             plugin_dir or path, kind="plugin" if plugin_dir else "log", log_format="plain" if plugin_dir else self.log_format
         )
@@ -255,7 +290,7 @@ class LogSource:
         for followed, pipeline in self._files.values():
             by_upstream.setdefault(pipeline.upstream, []).append((followed, pipeline))
         for upstream, members in by_upstream.items():
-            up = any(followed.exists for followed, _ in members)
+            up = any(followed.up for followed, _ in members)
             rotations = sum(followed.counters.rotations for followed, _ in members)
             truncations = sum(followed.counters.truncations for followed, _ in members)
             too_long = sum(followed.buffer.too_long + pipeline.too_long for followed, pipeline in members)

@@ -39,6 +39,7 @@ class StdinSource:
         self.pipeline = consumers(STDIN_UPSTREAM, kind="log", log_format=log_format)
         self._thread: threading.Thread | None = None
         self.finished = threading.Event()
+        self.on_end: Callable[[], None] | None = None  # the state keeper saves the counters of a finished input
 
     def start(self) -> None:
         self._set_up(True)
@@ -58,6 +59,8 @@ class StdinSource:
         self._set_up(False)
         self.finished.set()
         log.info("standard input ended")
+        if self.on_end is not None:
+            self.on_end()
 
     def _set_up(self, up: bool) -> None:
         def update(stats: SourceStats) -> None:

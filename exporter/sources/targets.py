@@ -87,6 +87,9 @@ class TargetsFile:
     def close(self) -> None:
         self._events.close()
 
+    def reload(self) -> None:
+        self._mtime = None
+
     def current(self) -> list[Target]:
         """The targets now; the last good list is kept while the file is missing or broken."""
         try:

@@ -9,11 +9,19 @@ the old state or the new one — never half of one.
 
 Exactly once: read positions and the counters they produced must be saved as one snapshot. The
 log follower therefore saves from its own thread, between two passes (at most once a second);
-after a crash the sidecar goes back to that snapshot and re-reads the lines after it.
+after a crash the sidecar goes back to that snapshot and re-reads the lines after it. A clean stop
+saves last, after every source has stopped (a closed file keeps its position), so a restart after
+SIGTERM resumes exactly as one after kill -9 does.
+
+One writer per state dir: the keeper holds an exclusive lock (flock on `lock`, released by the
+kernel when the process ends, however it ends); a second sidecar on the same dir stops at start
+with an error naming the first one's pid, instead of both overwriting each other's positions.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -24,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from exporter.config import ConfigError
 from exporter.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -31,6 +40,7 @@ log = logging.getLogger(__name__)
 VERSION = 1
 FILENAME = "state.json"
 REFERENCES = "references.json"  # apart: larger (hourly buckets per series), and saved at most once a minute
+LOCK = "lock"
 REFERENCES_EVERY = 60.0  # a reference pools a day: a minute of it lost in a crash changes nothing
 # ... a minute of wall time, or of the memories' own clock: a catch-up reads hours of log in a second,
 # and a crash after it must not lose the hours (the positions saved beside them are past them)
@@ -66,30 +76,82 @@ def save(directory: str, state: dict[str, Any], filename: str = FILENAME) -> Non
         raise
 
 
+def lock(directory: str) -> int:
+    """Take the state dir for this process: the lock file's descriptor, held until closed (or the
+    process ends); -1 if the dir cannot be written (read-only, full: the sidecar runs on and says
+    that nothing is saved, as each save does). ConfigError if another process holds it."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(Path(directory) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        log.warning("cannot lock the state dir, so another sidecar on it would go unnoticed dir=%s error=%s", directory, error)
+        return -1
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise ConfigError(f"--state-dir {directory}: in use by another sidecar (pid {holder}); "
+                          "each sidecar needs its own state dir") from None
+    with contextlib.suppress(OSError):  # the pid is for the second one's message only
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 class PositionSource(Protocol):
     def positions(self) -> list[dict[str, Any]]: ...
     def restore(self, positions: list[dict[str, Any]]) -> None: ...
     def on_pass(self, callback: Callable[[], None]) -> None: ...
+    def wake(self) -> None: ...
+
+
+class CycleSource(Protocol):
+    def on_cycle(self, callback: Callable[[], None]) -> None: ...
+
+
+class BaselineSource(Protocol):
+    """The scrape interpreter: per-target baselines, saved with the counters they produced."""
+
+    @property
+    def lock(self) -> contextlib.AbstractContextManager[Any]: ...
+    def baselines(self) -> dict[str, list[dict[str, Any]]]: ...
+    def restore(self, saved: Any) -> None: ...
 
 
 class StateKeeper:
     """Restores the state at start; saves it after log passes (or every `interval` s) and at shutdown."""
 
-    def __init__(self, store: Store, directory: str, interval: float = 60.0, logs: PositionSource | None = None) -> None:
+    def __init__(self, store: Store, directory: str, interval: float = 5.0, logs: PositionSource | None = None,
+                 scrapes: BaselineSource | None = None, cycles: CycleSource | None = None) -> None:
         self.store = store
         self.directory = directory
         self.interval = interval
         self.logs = logs
+        self.scrapes = scrapes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._lock_fd = lock(directory)  # first: nothing is read or written in a dir another sidecar owns
+        self._save_soon = threading.Event()
         state = load(directory)
-        counters = store.import_counters(state.get("counters", {}))  # first: it recreates the series
+        saved_counters = state.get("counters", {})
+        if not isinstance(saved_counters, dict):  # a hand-edited file: start afresh, never a crash loop
+            log.warning("saved counters unusable, starting them from zero dir=%s", directory)
+            saved_counters = {}
+        counters = store.import_counters(saved_counters)  # first: it recreates the series
         saved_references = load(directory, REFERENCES).get("references", [])
         references = store.import_memories(saved_references if isinstance(saved_references, list) else [])
         if logs is not None:
             logs.restore(state.get("files", []))
             logs.on_pass(self._after_pass)
+        if scrapes is not None:
+            scrapes.restore(state.get("scrapes"))
+        self._cycles = cycles
+        if cycles is not None:
+            # after a scrape cycle too (what Prometheus saw is then saved); with a log follower, by it,
+            # between two passes: positions are only read there
+            cycles.on_cycle(self._after_pass if logs is None else self.save_soon)
         self._last_save = 0.0
         self._last_references = time.monotonic()
         self._references_at = store.memories_at()  # the memories' own time when the references were saved
@@ -98,14 +160,24 @@ class StateKeeper:
 
     def _after_pass(self) -> None:
         """Called by the log follower between passes: the one moment positions and counters agree."""
-        if time.monotonic() - self._last_save >= 1.0:
+        if self._save_soon.is_set() or time.monotonic() - self._last_save >= 1.0:
+            self._save_soon.clear()
             at, saved_at = self.store.memories_at(), self._references_at
             moved = at is not None and (saved_at is None or at - saved_at >= REFERENCES_EVERY)
             self.save(references=moved or time.monotonic() - self._last_references >= REFERENCES_EVERY)
 
+    def save_soon(self) -> None:
+        """Save at the next moment positions and counters agree (SIGHUP, the end of stdin): now, if no
+        log follower reads; else after its next pass, which this wakes."""
+        if self.logs is None:
+            self.save()
+            return
+        self._save_soon.set()
+        self.logs.wake()
+
     def start(self) -> None:
-        if self.logs is not None:
-            return  # the follower saves between its passes
+        if self.logs is not None or self._cycles is not None:
+            return  # the follower saves between its passes, the scrape source between its cycles
         self._thread = threading.Thread(target=self._run, name="state-keeper", daemon=True)
         self._thread.start()
 
@@ -114,8 +186,11 @@ class StateKeeper:
             self.save()
 
     def save(self, references: bool = True) -> None:
-        with self._lock:
+        with self._lock, self.scrapes.lock if self.scrapes is not None else contextlib.nullcontext():
+            # one snapshot: no scrape turns into intervals between the counters and the baselines
             state: dict[str, Any] = {"counters": self.store.export_counters()}
+            if self.scrapes is not None:
+                state["scrapes"] = self.scrapes.baselines()
             if self.logs is not None:
                 state["files"] = self.logs.positions()
             try:
@@ -129,7 +204,12 @@ class StateKeeper:
             self._last_save = time.monotonic()
 
     def stop(self) -> None:
+        """Save last: every source has stopped (the keeper is the last one stopped)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.save()
+        if self._lock_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = -1

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from exporter.records import SeriesKey, SourceStats
 from exporter.state.window import Totals, totals_json
+
+log = logging.getLogger(__name__)
+_OPTIONAL = {"k", "start", "end"}  # the Totals fields that may be null
+_FLOATS = {"seconds", "start", "end"}
 
 
 def key_json(key: SeriesKey) -> dict[str, str]:
@@ -19,12 +26,43 @@ def series_json(key: SeriesKey, lifetime: Totals, variants: Counter[str]) -> dic
 
 
 def totals_from_json(saved: Mapping[str, Any]) -> Totals:
-    """TypeError or KeyError for an entry that is not a saved Totals."""
-    return Totals(**{
-        **saved,
-        "accepted_per_position": tuple(saved["accepted_per_position"]),
-        "draft_tokens_per_position": tuple(saved.get("draft_tokens_per_position", ())),
-    })
+    """TypeError or KeyError for an entry that is not a saved Totals (a hand-edited `"drafts": "many"`
+    too: restored as it is, it failed every render of /metrics)."""
+    if not isinstance(saved, Mapping):
+        raise TypeError("saved totals: not a mapping")
+    known = {field.name for field in dataclasses.fields(Totals)}
+    values: dict[str, Any] = {}
+    for name, value in saved.items():
+        if name not in known:
+            raise TypeError(f"saved totals: unknown field {name!r}")
+        if name in ("accepted_per_position", "draft_tokens_per_position"):
+            if not isinstance(value, list) or not all(_count(item) for item in value):
+                raise TypeError(f"saved totals: {name} is {value!r}")
+            values[name] = tuple(value)
+        elif value is None and name in _OPTIONAL:
+            values[name] = None
+        elif not (_number(value) if name in _FLOATS else _count(value)):
+            raise TypeError(f"saved totals: {name} is {value!r}")
+        else:
+            values[name] = value
+    if "accepted_per_position" not in values:
+        raise KeyError("accepted_per_position")
+    return Totals(**values)
+
+
+def counts_from_json(saved: object) -> Counter[str]:
+    """A saved name → count mapping; entries that are not one are dropped."""
+    if not isinstance(saved, Mapping):
+        return Counter()
+    return Counter({str(name): count for name, count in saved.items() if _count(count)})
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def source_json(upstream: str, stats: SourceStats) -> dict[str, object]:
@@ -33,9 +71,16 @@ def source_json(upstream: str, stats: SourceStats) -> dict[str, object]:
 
 
 def restore_source(stats: SourceStats, entry: Mapping[str, Any]) -> None:
-    stats.lines, stats.spec_lines, stats.resets = entry.get("lines", 0), entry.get("spec_lines", 0), entry.get("resets", 0)
-    stats.problems.update(entry.get("problems", {}))
-    stats.variants.update(entry.get("variants", {}))
+    """Continue a source's counters; a field of the wrong type starts from zero, said in the log."""
+    for name in ("lines", "spec_lines", "resets"):
+        value = entry.get(name, 0)
+        if _count(value):
+            setattr(stats, name, value)
+        else:
+            log.warning("saved source counter unusable, starting it from zero upstream=%s field=%s value=%.100r",
+                        entry.get("upstream"), name, value)
+    stats.problems.update(counts_from_json(entry.get("problems", {})))
+    stats.variants.update(counts_from_json(entry.get("variants", {})))
 
 
 def entries(saved: Mapping[str, object], name: str) -> list[Any]:

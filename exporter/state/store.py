@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
 from exporter.state.health import HealthMemory, key_text
 from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json, restarted
-from exporter.state.saved import entries, key_json, restore_source, series_json, source_json, totals_from_json
+from exporter.state.saved import counts_from_json, entries, key_json, restore_source, series_json, source_json, totals_from_json
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
@@ -326,7 +326,7 @@ class Store:
                     continue
                 series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
                 series.lifetime = totals
-                series.variants.update(entry.get("variants", {}))
+                series.variants.update(counts_from_json(entry.get("variants", {})))
                 self._series[key] = series
                 restored += 1
             for entry in entries(saved, "sources"):
