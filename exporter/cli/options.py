@@ -76,11 +76,13 @@ def reference_options(func: F) -> F:
         help="Healthy traffic pooled into each series' reference (in hourly-or-finer buckets; older ones leave it).")(func)
     func = option("--reference-hold", default="7d", show_default=True,
         help="A series degraded or broken for longer than this takes its current acceptance as the new normal; 0: never.")(func)
+    func = option("--reference-recovery", default="15m", show_default=True,
+        help="A degraded or broken series counts as recovered (and its reference learns again) once its verdicts stay healthy this long.")(func)
     return func
 
 
-def reference_rule_args(hold: str, window: str, min_drafts: int) -> tuple[float, float, int]:
-    """--reference-* values as seconds (hold 0 = never): (hold, window, min drafts); click errors name the flag."""
+def reference_rule_args(hold: str, window: str, min_drafts: int, recovery: str = "15m") -> tuple[float, float, int, float]:
+    """--reference-* values as seconds (hold 0 = never): (hold, window, min drafts, recovery); click errors name the flag."""
     try:
         hold_seconds = 0.0 if hold.strip() in ("0", "0s", "never") else parse_duration(hold)
     except ValueError as error:
@@ -89,4 +91,8 @@ def reference_rule_args(hold: str, window: str, min_drafts: int) -> tuple[float,
         window_seconds = parse_duration(window)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--reference-window") from None
-    return hold_seconds, window_seconds, min_drafts
+    try:
+        recovery_seconds = 0.0 if recovery.strip() in ("0", "0s") else parse_duration(recovery)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--reference-recovery") from None
+    return hold_seconds, window_seconds, min_drafts, recovery_seconds

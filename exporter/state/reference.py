@@ -38,9 +38,10 @@ class ReferenceRule:
     recovery_seconds: float = 900.0
 
     @classmethod
-    def of(cls, hold: float, window: float, min_drafts: int) -> ReferenceRule:
+    def of(cls, hold: float, window: float, min_drafts: int, recovery: float = 900.0) -> ReferenceRule:
         """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them)."""
-        return cls(window_seconds=window, bucket_seconds=min(3600.0, window / 24), min_drafts=min_drafts, hold_seconds=hold)
+        return cls(window_seconds=window, bucket_seconds=min(3600.0, window / 24), min_drafts=min_drafts, hold_seconds=hold,
+                   recovery_seconds=recovery)
 
 
 @dataclass(frozen=True, slots=True)
