@@ -25,7 +25,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.config import DeriveSettings
+from exporter.config import DeriveSettings, parse_duration
 from exporter.intervals.from_log import LogInterpreter
 from exporter.mixin.alerts import alert_groups
 from exporter.mixin.config import DEFAULT
@@ -351,3 +351,94 @@ def test_promtool_with_the_runs_scaled_alerts_fires_the_collapse_as_the_live_pro
     bare.write_text(yaml.safe_dump(alerts, sort_keys=False, width=400))
     result = promtool_test(tmp_path, bare, tests)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_serve_from_start_reads_the_three_lives_as_analyze_does(tmp_path):
+    """`serve --from-start` on the whole log: every line, the same totals and final verdict as
+    analyze. It judges on arrival time: the history arrives at once, so it cannot tell *when* the
+    drafter broke (analyze, on the log's clock, can; docs/runbook.md says so)."""
+    from helpers import running_exporter
+    from waiting import wait_until
+
+    log = _dated_log(tmp_path)
+    report = analyze([str(log)], DeriveSettings(health_window="5m"),
+                     AnalyzeOptions(progress=False, reference=ReferenceRule.of(7 * 86400.0, 86400.0, 1000, RECOVERY)))
+    (offline,) = report["series"]
+    spec_lines = report["spec_lines"]
+    with running_exporter("--log", str(log), "--from-start", "--reference-recovery", "1m", "--state-dir", str(tmp_path / "state")) as exporter:
+        status = wait_until(lambda: (s := exporter.get_json("/api/v1/status"))["spec_lines"] == spec_lines and s, "every spec line read")
+    (live,) = [s for s in status["series"] if s["window"] == status["health_window"]]
+    assert status["parse_errors"] == {}
+    lifetime = {k: offline[k] for k in ("drafts", "draft_tokens", "accepted_tokens")}
+    served = [s for s in status["series"] if s["window"] == "1h"]  # the longest window holds the whole log here
+    assert {k: served[0][k] for k in lifetime} == lifetime
+    assert live["health"] == offline["health"] == "ok"
+    assert (live["reference"]["method"], live["reference"]["num_speculative_tokens"], live["reference"]["draft_model"]) == (
+        "draft_model", 8, "/tmp/models/draft_noisy")
+
+
+SCALE = 50  # the Alertmanager replay runs the run's 10 s between alert snapshots in 0.2 s
+
+
+def _scaled(duration: str) -> str:
+    return f"{round(parse_duration(duration) * 1000 / SCALE)}ms"
+
+
+@pytest.mark.slow
+def test_alertmanager_with_the_production_routes_pages_the_collapse_once_and_resolves_it(tmp_path):
+    """The live run's Alertmanager did not start on the GPU host (Debian's template path, README), so
+    the alerts the live Prometheus sent are sent again here, in order, to a real Alertmanager with
+    the production alertmanager.yml (its routes, grouping and inhibition), every duration in it and
+    between the snapshots divided by the same factor."""
+    import httpx
+    from helpers import free_port, running_process
+    from servers import Webhook, http_server
+    from waiting import wait_until
+
+    alertmanager = shutil.which("prometheus-alertmanager")
+    assert alertmanager, "scripts/test installs Debian's prometheus-alertmanager"
+    config = yaml.safe_load((ROOT / "deploy" / "alertmanager" / "alertmanager.yml").read_text())
+    for route in (config["route"], *config["route"].get("routes", [])):
+        for key in ("group_wait", "group_interval", "repeat_interval"):
+            if key in route:
+                route[key] = _scaled(route[key])
+    webhook = Webhook()
+    snapshots = [json.loads(line) for line in gzip.decompress((RUN / "prometheus-alerts.jsonl.gz").read_bytes()).decode().splitlines()]
+    first = min(s["t"] for s in snapshots if any(a["state"] == "firing" for a in s["body"]["data"]["alerts"]))
+    # from just before the first alert fired to past the collapse group's second flush (5 min later)
+    snapshots = [s for s in snapshots if first - 20 <= s["t"] <= first + 400]
+    with http_server(webhook) as hook:
+        config["receivers"][0]["webhook_configs"][0]["url"] = f"{hook}/alerts"
+        (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(config))
+        address = f"127.0.0.1:{free_port()}"
+        with running_process([alertmanager, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'data'}",
+                              f"--web.listen-address={address}", "--cluster.listen-address="], f"http://{address}/-/ready", "alertmanager"):
+            active: dict[str, dict[str, Any]] = {}
+            start = time.time()
+            for snapshot in snapshots:
+                # paced on the run's own clock, so Alertmanager's scaled timers see the run's spacing
+                time.sleep(max(0.0, start + (snapshot["t"] - snapshots[0]["t"]) / SCALE - time.time()))
+                now = time.time()
+                firing = {json.dumps(a["labels"], sort_keys=True): a for a in snapshot["body"]["data"]["alerts"] if a["state"] == "firing"}
+                batch = [{"labels": a["labels"], "annotations": a["annotations"], "startsAt": a["activeAt"],
+                          "endsAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 600))} for a in firing.values()]
+                batch += [{"labels": a["labels"], "annotations": a["annotations"], "startsAt": a["activeAt"],
+                           "endsAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 1))} for key, a in active.items() if key not in firing]
+                active = firing
+                if batch:
+                    httpx.post(f"http://{address}/api/v2/alerts", json=batch, timeout=5).raise_for_status()
+
+            def collapse(status: str) -> list[dict[str, Any]]:
+                return [a for a in webhook.alerts() if a["labels"]["alertname"] == "SpecDecodePositionZeroCollapse" and a["status"] == status]
+
+            wait_until(lambda: collapse("resolved"), "the collapse resolved at the webhook", timeout=20, every=0.1)
+    (paged,) = {json.dumps(a["labels"], sort_keys=True) for a in collapse("firing")}
+    assert json.loads(paged) == {"alertname": "SpecDecodePositionZeroCollapse", "severity": "critical", "position": "0", **{
+        k: v for k, v in COLLAPSE_LABELS.items() if k not in ("alertname", "severity", "position")}}
+    delivered = {a["labels"]["alertname"] for a in webhook.alerts()}
+    # inhibited by the collapse (same instance, model_name, engine) for as long as both fired
+    assert "SpecDecodeAcceptanceLengthLow" not in delivered
+    # the sidecar's own drop alert is not: its instance is the sidecar's, so a broken drafter
+    # also pages once more, as a warning (docs/runbook.md)
+    assert "SpecDecodeAcceptanceBelowReference" in delivered
