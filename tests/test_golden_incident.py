@@ -415,6 +415,7 @@ def test_alertmanager_with_the_production_routes_pages_the_collapse_once_and_res
         with running_process([alertmanager, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'data'}",
                               f"--web.listen-address={address}", "--cluster.listen-address="], f"http://{address}/-/ready", "alertmanager"):
             active: dict[str, dict[str, Any]] = {}
+            inhibited: list[bool] = []  # AcceptanceLengthLow's state while the collapse fired too
             start = time.time()
             for snapshot in snapshots:
                 # paced on the run's own clock, so Alertmanager's scaled timers see the run's spacing
@@ -428,6 +429,10 @@ def test_alertmanager_with_the_production_routes_pages_the_collapse_once_and_res
                 active = firing
                 if batch:
                     httpx.post(f"http://{address}/api/v2/alerts", json=batch, timeout=5).raise_for_status()
+                names = {json.loads(key)["alertname"] for key in firing}
+                if {"SpecDecodePositionZeroCollapse", "SpecDecodeAcceptanceLengthLow"} <= names:
+                    low = httpx.get(f"http://{address}/api/v2/alerts", params={"filter": 'alertname="SpecDecodeAcceptanceLengthLow"'}, timeout=5).json()
+                    inhibited.extend(bool(a["status"]["inhibitedBy"]) for a in low)
 
             def collapse(status: str) -> list[dict[str, Any]]:
                 return [a for a in webhook.alerts() if a["labels"]["alertname"] == "SpecDecodePositionZeroCollapse" and a["status"] == status]
@@ -437,8 +442,9 @@ def test_alertmanager_with_the_production_routes_pages_the_collapse_once_and_res
     assert json.loads(paged) == {"alertname": "SpecDecodePositionZeroCollapse", "severity": "critical", "position": "0", **{
         k: v for k, v in COLLAPSE_LABELS.items() if k not in ("alertname", "severity", "position")}}
     delivered = {a["labels"]["alertname"] for a in webhook.alerts()}
-    # inhibited by the collapse (same instance, model_name, engine) for as long as both fired
-    assert "SpecDecodeAcceptanceLengthLow" not in delivered
+    # inhibited by the collapse (same instance, model_name, engine) for as long as both fired; once
+    # the collapse resolves it may page (it resolved ~30 s later in the run): a flush's timing
+    assert inhibited and all(inhibited)
     # the sidecar's own drop alert is not: its instance is the sidecar's, so a broken drafter
     # also pages once more, as a warning (docs/runbook.md)
     assert "SpecDecodeAcceptanceBelowReference" in delivered
