@@ -202,6 +202,8 @@ class LogInterpreter:
         drafts_range: tuple[int, int] | None
         emitted: int | None = None
         if parsed.cumulative:
+            if parsed.accepted_tokens > parsed.draft_tokens:  # V0's totals: more accepted than ever drafted
+                return self._problem(line, "inconsistent_counts", spec_line=True)
             counts = self._v0_delta(pid, parsed)
             if counts is None:
                 return LineOutcome(spec_line=True, variant=parsed.variant)
