@@ -196,6 +196,10 @@ def test_analyze_tells_the_incident_on_the_logs_own_clock(tmp_path):
     reference = series["reference"]
     assert (reference["method"], reference["num_speculative_tokens"], reference["draft_model"]) == ("draft_model", 8, "/tmp/models/draft_noisy")
     assert reference["start"] - T0 <= EVENTS[("load_end", "healthy")]
+    # and at the healthy level: the broken life taught it nothing (the live sidecar of the run, older
+    # code, pooled the first broken minutes while its 5m window still said ok: 4.10 -> 2.15)
+    healthy = metrics_truth()["healthy"]
+    assert reference["mean_acceptance_length"] == pytest.approx(1 + healthy["num_accepted_tokens"] / healthy["num_drafts"], abs=0.01)
     assert series["previous_references"] == [] and series["reference_adopted"] is None
 
 
@@ -355,9 +359,9 @@ def test_promtool_with_the_runs_scaled_alerts_fires_the_collapse_as_the_live_pro
 
 @pytest.mark.slow
 def test_serve_from_start_reads_the_three_lives_as_analyze_does(tmp_path):
-    """`serve --from-start` on the whole log: every line, the same totals and final verdict as
-    analyze. It judges on arrival time: the history arrives at once, so it cannot tell *when* the
-    drafter broke (analyze, on the log's clock, can; docs/runbook.md says so)."""
+    """`serve --from-start` on the whole log: every line, analyze's totals and reference. It judges on
+    arrival time: the history arrives at once, so it cannot tell *when* the drafter broke or that it
+    was fixed (analyze, on the log's clock, can)."""
     from helpers import running_exporter
     from waiting import wait_until
 
@@ -373,7 +377,12 @@ def test_serve_from_start_reads_the_three_lives_as_analyze_does(tmp_path):
     lifetime = {k: offline[k] for k in ("drafts", "draft_tokens", "accepted_tokens")}
     served = [s for s in status["series"] if s["window"] == "1h"]  # the longest window holds the whole log here
     assert {k: served[0][k] for k in lifetime} == lifetime
-    assert live["health"] == offline["health"] == "ok"
+    # on arrival time the whole log is in the judged window now: the three lives' L 2.32 against the
+    # healthy reference is degraded — what it cannot see is that the broken life is over (analyze can)
+    assert offline["health"] == "ok" and live["health"] == "degraded"
+    # neither path pooled the broken life into the reference (the collapse never teaches it)
+    assert live["reference"]["mean_acceptance_length"] == pytest.approx(offline["reference"]["mean_acceptance_length"], abs=0.01)
+    assert live["reference"]["mean_acceptance_length"] == pytest.approx(4.10, abs=0.01)
     assert (live["reference"]["method"], live["reference"]["num_speculative_tokens"], live["reference"]["draft_model"]) == (
         "draft_model", 8, "/tmp/models/draft_noisy")
 
