@@ -151,6 +151,7 @@ def test_log_metrics_and_plugin_agree_on_every_phase():
     assert fixed["num_accepted_tokens_per_pos_0"] / fixed["num_drafts"] == pytest.approx(0.61, abs=0.01)
 
 
+@pytest.mark.slow  # the CLI as a process
 def test_check_config_names_the_stale_field_and_passes_the_fixed_one():
     def run(drafter: str) -> dict[str, Any]:
         result = subprocess.run(
