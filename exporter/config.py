@@ -171,6 +171,7 @@ class Settings:
     reference_hold: float = 7 * 86400.0  # degraded longer than this becomes the new normal; 0: never
     reference_window: float = 86400.0  # healthy traffic pooled into each series' reference
     reference_min_drafts: int = 1000  # a reference judges once it holds this many drafts
+    reference_recovery: float = 900.0  # an unhealthy series' healthy verdicts must last this long to count as recovered
     derive: DeriveSettings = field(default_factory=DeriveSettings)
     exposition: ExpositionSettings = field(default_factory=ExpositionSettings)
 

@@ -119,3 +119,24 @@ def test_cli_exit_statuses_and_json(tmp_path):
     assert run(str(warn), "--target", str(CONFIGS / "qwen3.5-35b-a3b")).returncode == 1
     missing = run(str(tmp_path / "nope"))
     assert missing.returncode == 3 and "cannot read" in missing.stderr
+
+
+SEED_INCIDENT = Path(__file__).parent / "golden" / "vllm-0.26.0" / "seed-incident"
+
+
+def test_the_seed_incident_stale_drafter_is_named_by_its_tied_head():
+    """The real run's stale config.json (tests/golden/vllm-0.26.0/seed-incident/): vLLM loaded it
+    without a word and position-0 acceptance fell from 61% to 0%. Found against its own weights."""
+    target = load_model(str(SEED_INCIDENT / "target"))
+    stale = check(load_model(str(SEED_INCIDENT / "drafter-stale")), target, k=8, method="draft_model", vllm_version="0.26.0")
+    assert [(f.severity, f.field, f.found) for f in stale] == [("error", "tie_word_embeddings", "true")]
+    assert "lm_head.weight" in stale[0].expected and "skips" in stale[0].why
+    fixed = check(load_model(str(SEED_INCIDENT / "drafter-fixed")), target, k=8, method="draft_model", vllm_version="0.26.0")
+    assert fixed == []
+
+
+def test_an_untied_draft_model_without_its_head_is_an_error():
+    drafter = load_model(str(SEED_INCIDENT / "drafter-fixed"))
+    headless = ModelFiles(drafter.path, drafter.config, {k: v for k, v in drafter.tensor_shapes.items() if k != "lm_head.weight"}, None)
+    assert [(f.field, f.found) for f in check(headless, None) if f.severity == "error"] == [("tie_word_embeddings", "false")]
+    assert problems(check(ModelFiles(drafter.path, drafter.config, {}, None), None)) == set()  # no weights: nothing to compare

@@ -35,4 +35,4 @@ def test_comma_lists_and_repeated_flags_are_one_list():
     with pytest.raises(click.BadParameter) as error:
         parse_windows(("1m,5q",))
     assert error.value.param_hint == "--window"
-    assert reference_rule_args("0", "1d", 5) == (0.0, 86400.0, 5)
+    assert reference_rule_args("0", "1d", 5) == (0.0, 86400.0, 5, 900.0)

@@ -18,9 +18,10 @@ from exporter.records import Interval, RawLine
 from exporter.report.analyze import AnalyzeOptions, analyze
 
 GOLDEN = Path(__file__).parent / "golden"
-# Real runs only (they carry /metrics snapshots); the fixtures written from a version's format
-# strings carry a truth.json instead and are checked against it elsewhere.
-CAPTURES = sorted(p.parent for p in GOLDEN.glob("vllm-*/*/server.log") if (p.parent / "metrics").is_dir())
+# Real runs of one server life, drained once (one `*_final.prom` snapshot); the fixtures written from
+# a version's format strings carry a truth.json instead and are checked against it elsewhere, and
+# the seed incident (three lives in one log) by tests/test_golden_incident.py.
+CAPTURES = sorted(p.parent for p in GOLDEN.glob("vllm-*/*/server.log") if len(list((p.parent / "metrics").glob("*_final.prom"))) == 1)
 # The plugin captures had the sidecar scraping /metrics every 2 s beside the recorder, so their
 # `GET /metrics` access lines are not one per snapshot.
 SCRAPED_BY_THE_RECORDER_ONLY = [c for c in CAPTURES if not (c / "plugin").exists()]

@@ -243,3 +243,22 @@ def test_the_gauges_show_since_when_and_the_frozen_reference(tmp_path):
     assert rendered.get_sample_value("specdecode_health_since_timestamp_seconds", labels) == entry["health_since"]
     assert rendered.get_sample_value("specdecode_reference_mean_acceptance_length", labels) == pytest.approx(entry["reference"]["mean_acceptance_length"])
     assert rendered.get_sample_value("specdecode_reference_position_acceptance_ratio", {**labels, "position": "0"}) == pytest.approx(0.72, abs=0.02)
+
+
+def test_an_interval_broken_on_its_own_never_teaches_the_reference():
+    """After a restart into a broken drafter the judged window still holds the healthy traffic before
+    it and says ok; the broken intervals must not be pooled as normal (the seed-incident run on vLLM
+    0.26.0 lost its reference from L 4.10 to 2.15 that way)."""
+    from exporter.state.reference import Collapse, SeriesMemory, observe
+
+    rule = replace(ReferenceRule(window_seconds=2 * HOUR, bucket_seconds=HOUR), collapse=Collapse(1.3, 0.25, 50))
+    memory = observe(SeriesMemory(), _interval(START), "ok", rule)
+    assert memory.reference.drafts == 1000
+    broken = observe(memory, _interval(START + 10, positions=(20, 2, 0)), "ok", rule)  # r0 0.02, L 1.022
+    assert (broken.reference, broken.state) == (memory.reference, "ok")
+    assert broken.last_at == START + 10
+    few = observe(memory, _interval(START + 10, drafts=40, positions=(0, 0, 0)), "ok", rule)  # too few drafts to say
+    assert few.reference.drafts == 1040
+    low_but_working = observe(memory, _interval(START + 10, positions=(300, 50, 10)), "ok", rule)  # r0 0.30: not the signature
+    assert low_but_working.reference.drafts == 2000
+    assert observe(memory, _interval(START + 10, positions=(20, 2, 0)), "ok", ReferenceRule(window_seconds=2 * HOUR)).reference.drafts == 2000

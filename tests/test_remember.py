@@ -139,6 +139,24 @@ def test_a_long_drop_is_remembered_through_blocks():
     assert memory.retired[0].reason == "hold" and memory.retired[0].profile.mean_acceptance_length == pytest.approx(1 + 430 / 300, abs=0.02)
 
 
+def test_a_restart_into_a_collapse_teaches_the_reference_nothing_through_blocks():
+    """The seed incident's shape, pinned: healthy traffic, then a broken drafter while the judged
+    window still holds the healthy intervals (judged ok): one at a time and in blocks of 7, the
+    broken intervals are not pooled, so the reference is the healthy traffic's alone."""
+    healthy = [Interval(KEY, end=1_795_000_000.0 + 10 * i, draft_tokens=1500, accepted_tokens=430, drafts=300,
+                        accepted_per_position=(210, 126, 76, 18, 0), k=5, drafts_range=(300, 300), variant="V1-e") for i in range(40)]
+    broken = [replace(i, end=i.end + 400, accepted_tokens=3, accepted_per_position=(3, 0, 0, 0, 0)) for i in healthy[:12]]
+    store, one = _store(), _store()
+    for first in range(0, 52, 7):
+        store.record_columns(_columns((healthy + broken)[first : first + 7]))
+    for interval in healthy + broken:
+        one.record_interval(interval)
+    memory = _state(store)[0]
+    assert memory == _state(one)[0]
+    assert memory.reference.drafts == 40 * 300 and memory.reference.accepted == 40 * 430
+    assert memory.state == "broken"
+
+
 @st.composite
 def windows(draw: st.DrawFn) -> tuple[Totals, float | None, float]:
     k = draw(st.integers(0, 16))

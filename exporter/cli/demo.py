@@ -28,7 +28,7 @@ def run_demo(
     speed: float,
     windows: dict[str, float],
     health_window: str,
-    reference: tuple[float, float, int],
+    reference: tuple[float, float, int, float],
 ) -> None:
     """Start the simulator, then serve the sidecar in the foreground until Ctrl-C; clean up both."""
     from exporter.cli.serve import run  # FastAPI/uvicorn only when serving
@@ -62,7 +62,7 @@ def run_demo(
                 windows=windows,
                 scrape_interval=min(5.0, max(0.5, log_interval)) / max(speed, 1.0),
                 derive=DeriveSettings(health_window=health_window),
-                reference_hold=reference[0], reference_window=reference[1], reference_min_drafts=reference[2],
+                reference_hold=reference[0], reference_window=reference[1], reference_min_drafts=reference[2], reference_recovery=reference[3],
             )
         )
     finally:

@@ -53,7 +53,7 @@ def main(log_level: str) -> None:
 @reference_options
 @derive_options
 def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, health_window: str, jobs: int | None,
-                reference_hold: str, reference_window: str, reference_min_drafts: int, config_path: str | None,
+                reference_hold: str, reference_window: str, reference_min_drafts: int, reference_recovery: str, config_path: str | None,
                 draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None) -> None:
     """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
 
@@ -74,7 +74,7 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
         settings = load_derive_settings(config_path, draft_token_cost, health_window)
     except (ConfigError, ValueError) as error:
         raise click.UsageError(str(error)) from None
-    reference = ReferenceRule.of(*reference_rule_args(reference_hold, reference_window, reference_min_drafts))
+    reference = ReferenceRule.of(*reference_rule_args(reference_hold, reference_window, reference_min_drafts, reference_recovery))
     from exporter.intervals.clock import parse_zone
 
     zone = parse_zone(log_timezone) if log_timezone else None
@@ -154,7 +154,7 @@ def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
 def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, plugin_dirs: tuple[str, ...], scrape_interval: float,
           scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
           state_dir: str | None, web_config_file: str | None, baseline_half_life: str | None, reference_hold: str, reference_window: str,
-          reference_min_drafts: int, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
+          reference_min_drafts: int, reference_recovery: str, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
           derived_windows: tuple[str, ...], speedup_candidates: str, conditional_gauges: bool, metrics_max_age: str,
           poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
           draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None) -> None:
@@ -164,7 +164,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
     if baseline_half_life is not None:
         logging.getLogger(__name__).warning("--baseline-half-life is gone and ignored: the verdict judges against each series' reference (--reference-hold)")
     stale_seconds = seconds(stale_after, "--stale-after")
-    hold, reference_seconds, min_drafts = reference_rule_args(reference_hold, reference_window, reference_min_drafts)
+    hold, reference_seconds, min_drafts, recovery = reference_rule_args(reference_hold, reference_window, reference_min_drafts, reference_recovery)
     # the sources load here, not at the top: yaml and watchdog would slow every command's start-up (analyze's most)
     from exporter.sources.targets import TargetsError, default_pairs, target_from_url
 
@@ -196,7 +196,7 @@ def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | N
         logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
         scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
         state_dir=state_dir, web_config_file=web_config_file, from_start=from_start, log_timezone=log_timezone,
-        reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts,
+        reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts, reference_recovery=recovery,
         log_format=log_format, listen=listen, windows=window_map,
         poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
         max_series=max_series, derive=derive_settings, exposition=exposition,

@@ -108,9 +108,13 @@ def reference_options(func: F) -> F:
         help="Healthy traffic pooled into each series' reference (in hourly-or-finer buckets; older ones leave it).")(func)
     func = option("--reference-hold", default="7d", show_default=True,
         help="A series degraded or broken for longer than this takes its current acceptance as the new normal; 0: never.")(func)
+    func = option("--reference-recovery", default="15m", show_default=True,
+        help="A degraded or broken series counts as recovered (and its reference learns again) once its verdicts stay healthy this long.")(func)
     return func
 
 
-def reference_rule_args(hold: str, window: str, min_drafts: int) -> tuple[float, float, int]:
-    """--reference-* values as seconds (hold 0 = never): (hold, window, min drafts); click errors name the flag."""
-    return seconds(hold, "--reference-hold", zero_is_off=True), seconds(window, "--reference-window"), min_drafts
+def reference_rule_args(hold: str, window: str, min_drafts: int, recovery: str = "15m") -> tuple[float, float, int, float]:
+    """--reference-* values as seconds (hold 0 = never, recovery 0 = at once): (hold, window, min drafts, recovery);
+    click errors name the flag."""
+    return (seconds(hold, "--reference-hold", zero_is_off=True), seconds(window, "--reference-window"), min_drafts,
+            seconds(recovery, "--reference-recovery", zero_is_off=True))

@@ -45,7 +45,7 @@ DEFER_SECONDS = 1.0
 
 def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAPI:
     """The sidecar as an ASGI app (sources start with the app's lifespan)."""
-    rule = ReferenceRule.of(settings.reference_hold, settings.reference_window, settings.reference_min_drafts)
+    rule = ReferenceRule.of(settings.reference_hold, settings.reference_window, settings.reference_min_drafts, settings.reference_recovery)
     judged = settings.windows.get(settings.derive.health_window) or parse_duration(settings.derive.health_window)
     store = Store(settings.windows, max_series=settings.max_series, health=health_memory(settings.derive, rule, judged))
     store.pairs = list(settings.pairs)

@@ -105,7 +105,8 @@ def simulate(scenario: str, speed: float, seed: int, k: int | None, rates: str |
 def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | None, drop_after: float | None,
          restart_after: float | None, drafts_per_second: float | None, vllm_version: str, logging_formatter: str,
          logging_prefix: str, iteration_details: bool, listen: str, sim_listen: str, log_interval: float,
-         windows: tuple[str, ...], health_window: str, reference_hold: str, reference_window: str, reference_min_drafts: int) -> None:
+         windows: tuple[str, ...], health_window: str, reference_hold: str, reference_window: str, reference_min_drafts: int,
+         reference_recovery: str) -> None:
     """Zero-setup demo: a simulated vLLM, the sidecar reading its log and /metrics, the status page."""
     from exporter.cli.demo import run_demo
 
@@ -123,5 +124,5 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
         chosen, layout=layout, iteration_details=iteration_details,
         listen=listen, sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval,
         speed=speed, windows=window_map, health_window=health_window,
-        reference=reference_rule_args(reference_hold, reference_window, reference_min_drafts),
+        reference=reference_rule_args(reference_hold, reference_window, reference_min_drafts, reference_recovery),
     )

@@ -273,6 +273,8 @@ class LogInterpreter:
             self._writers = WriterWatch(self.upstream)
         self._writers.spec_line_from(pid)
         if parsed.cumulative:
+            if parsed.accepted_tokens > parsed.draft_tokens:  # V0's totals: more accepted than ever drafted
+                return self._problem(line, "inconsistent_counts", spec_line=True)
             k_printed = parsed.num_speculative_tokens
             if k_printed and k_printed != self.config.num_speculative_tokens:
                 # V0 prints k on every line: another k is another server run, with its own reference

@@ -127,6 +127,8 @@ def check(
         findings += _eagle(drafter, target, kind)
     elif kind == "mtp":
         findings += _mtp(drafter, k)
+    else:
+        findings += _output_head(drafter)
     findings += _vocabulary(drafter, target, kind)
     if target is None:
         findings.append(Finding("info", "--target", "absent", "the target's config.json", "checks against the target were skipped"))
@@ -259,6 +261,36 @@ def _mtp(drafter: ModelFiles, k: int | None) -> list[Finding]:
         return [Finding("warning", "num_speculative_tokens", str(k), f"at most {layers} (num_nextn_predict_layers)",
                         "positions past the trained MTP layers reuse the last layer and are rarely accepted")]
     return []
+
+
+HEAD_TENSORS = ("lm_head.weight", "model.lm_head.weight")
+
+
+def _output_head(drafter: ModelFiles) -> list[Finding]:
+    """A draft model's config.json against the weights beside it: which matrix scores its tokens.
+
+    vLLM builds a draft_model drafter with the model's own class and honours `tie_word_embeddings`:
+    tied, it skips the checkpoint's `lm_head.weight` and scores tokens with the embedding matrix
+    (vllm/model_executor/models/llama.py:538 in 0.26.0); untied, it needs that tensor. A config.json copied from a sibling checkpoint (small models of a
+    family often tie, large ones do not) loads without a word either way, and drafts garbage.
+    """
+    if not drafter.tensor_shapes:
+        return []  # no weights beside the config: nothing to compare
+    tied = drafter.config.get("tie_word_embeddings", _text_config(drafter.config).get("tie_word_embeddings"))
+    has_head = any(name in drafter.tensor_shapes for name in HEAD_TENSORS)
+    if tied is True and has_head:
+        return [Finding("error", "tie_word_embeddings", "true", "false: the weights carry their own lm_head.weight",
+                        "vLLM ties the output head to the embedding and skips the trained lm_head.weight: every draft is scored "
+                        "with the wrong matrix (a config.json copied from a sibling that ties its embeddings)")]
+    if tied is False and not has_head:
+        return [Finding("error", "tie_word_embeddings", "false", "true: the weights have no lm_head.weight",
+                        "an untied model needs its own output head: vLLM refuses to load the drafter (lm_head.weight not initialized from checkpoint)")]
+    return []
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    text = config.get("text_config")
+    return text if isinstance(text, dict) else {}
 
 
 def _vocabulary(drafter: ModelFiles, target: ModelFiles | None, kind: str) -> list[Finding]:

@@ -8,6 +8,7 @@ as a function (`health_memory`). The same `judge` runs for /metrics, /api/v1/sta
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from exporter.config import DeriveSettings
@@ -15,7 +16,7 @@ from exporter.judge.derive import derive
 from exporter.judge.verdict import Baseline, judge
 from exporter.records import SeriesKey, SpecConfig
 from exporter.state.health import HealthMemory
-from exporter.state.reference import Profile, ReferenceRule, SeriesMemory
+from exporter.state.reference import Collapse, Profile, ReferenceRule, SeriesMemory
 from exporter.state.window import Totals
 
 if TYPE_CHECKING:
@@ -43,7 +44,11 @@ def reference_baseline(profile: Profile) -> Baseline | None:
 
 
 def health_memory(settings: DeriveSettings, rule: ReferenceRule, window_seconds: float) -> HealthMemory:
-    """The store's memory settings, judging each interval's window as /metrics would."""
+    """The store's memory settings, judging each interval's window as /metrics would; an interval
+    that is broken on its own (the verdict's thresholds) never teaches the reference."""
+    if rule.collapse is None:
+        t = settings.thresholds
+        rule = replace(rule, collapse=Collapse(t.broken_max_mean_acceptance_length, t.broken_max_position0_acceptance, t.min_drafts))
 
     def judge_state(key: SeriesKey, config: SpecConfig, recent: Totals, reference: Profile | None) -> str:
         current = derive(recent, settings.cost_for(config.method, key.model_name))

@@ -34,6 +34,30 @@ MAX_SPANS = 32  # unhealthy spans remembered (for analyze's report and plot)
 
 
 @dataclass(frozen=True, slots=True)
+class Collapse:
+    """The broken signature of one interval on its own (the verdict's thresholds, judge/verdict.py).
+
+    Such an interval never teaches the reference, whatever the judged window says: after a restart
+    into a broken drafter the window still holds minutes of the healthy traffic before it and is
+    judged ok, and the broken intervals would be pooled as normal (the seed-incident run on vLLM
+    0.26.0: the reference fell from L 4.10 to 2.15 before the verdict turned). A working drafter's
+    interval of this many drafts never looks like this, so no healthy traffic is left out."""
+
+    max_mean_acceptance_length: float
+    max_position0_acceptance: float
+    min_drafts: int
+
+    def shows(self, drafts: int, accepted: int, accepted_position0: int | None) -> bool:
+        if drafts < self.min_drafts or accepted_position0 is None:
+            return False
+        return 1.0 + accepted / drafts <= self.max_mean_acceptance_length and accepted_position0 / drafts <= self.max_position0_acceptance
+
+    def shown_by(self, interval: Interval) -> bool:
+        first = interval.accepted_per_position[0] if interval.accepted_per_position else None
+        return interval.drafts is not None and self.shows(interval.drafts, interval.accepted_tokens, first)
+
+
+@dataclass(frozen=True, slots=True)
 class ReferenceRule:
     """How references are learned and replaced (`--reference-*` flags)."""
 
@@ -45,14 +69,19 @@ class ReferenceRule:
     # healthy verdicts must last this long before an unhealthy series counts as recovered: a drop
     # near the threshold must not flicker back to ok (and teach the reference) on one lucky window
     recovery_seconds: float = 900.0
+    collapse: Collapse | None = None  # intervals that never teach the reference; None: every healthy-judged one does
 
     @classmethod
-    def of(cls, hold: float, window: float, min_drafts: int) -> ReferenceRule:
+    def of(cls, hold: float, window: float, min_drafts: int, recovery: float = 900.0, collapse: Collapse | None = None) -> ReferenceRule:
         """A rule from the flags: buckets of an hour, finer for a window under a day (24 of them); the
         best day is looked for within the hold (a week when the hold is off), as the rule does."""
         bucket = min(3600.0, window / 24)
         return cls(window_seconds=window, bucket_seconds=bucket, min_drafts=min_drafts, hold_seconds=hold,
-                   lookback_seconds=hold if hold > 0 else 7 * 86400.0)
+                   lookback_seconds=hold if hold > 0 else 7 * 86400.0, recovery_seconds=recovery, collapse=collapse)
+
+    def teaches(self, interval: Interval) -> bool:
+        """Whether a healthy-judged interval is pooled into the reference."""
+        return self.collapse is None or not self.collapse.shown_by(interval)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +360,7 @@ def _observed(memory: SeriesMemory, interval: Interval, state: str, rule: Refere
     if state in HEALTHY:
         return replace(
             memory, last_at=at, state=current, since=since, quiet_since=None, recovering_since=None,
-            reference=memory.reference.learn(interval, rule), pending=_EMPTY, unhealthy_since=None,
+            reference=memory.reference.learn(interval, rule) if rule.teaches(interval) else memory.reference, pending=_EMPTY, unhealthy_since=None,
             spans=_closed(memory.spans, since if since is not None else at),
         )
     start = memory.unhealthy_since if memory.unhealthy_since is not None else at

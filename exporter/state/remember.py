@@ -137,6 +137,19 @@ class Pooled:
         return np.where(best, best_drafts, drafts), np.where(best, best_accepted, accepted)
 
 
+def teaching(rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> np.ndarray:
+    """The chosen rows that `rule.teaches` (those that do not show the collapse on their own)."""
+    collapse = rule.collapse
+    if collapse is None or not len(chosen) or rows.positions.shape[1] == 0:
+        return chosen
+    drafts = rows.drafts[chosen]
+    safe = np.where(drafts > 0, drafts, 1)
+    shows: np.ndarray = ((drafts >= collapse.min_drafts) & (1.0 + rows.accepted[chosen] / safe <= collapse.max_mean_acceptance_length)
+             & (rows.positions[chosen, 0] / safe <= collapse.max_position0_acceptance))
+    kept: np.ndarray = chosen[~shows]
+    return kept
+
+
 def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> Pooled:
     """`profile.learn` of each chosen row in order, at once (rows end in order: buckets are runs)."""
     learned = chosen[rows.drafts[chosen] > 0]  # learn() passes over an interval without drafts
@@ -257,7 +270,7 @@ class _Walk:
         """The memory after block rows at … up to where the verdicts hold; that row."""
         learning = memory.state not in UNHEALTHY  # else the reference is frozen for the whole stretch
         chosen = self.base + np.arange(at, stop)
-        pooled = pool(memory.reference, self.rows, chosen[self.looks_healthy[at:stop]] if learning else chosen[:0], self.rule)
+        pooled = pool(memory.reference, self.rows, teaching(self.rows, chosen[self.looks_healthy[at:stop]], self.rule) if learning else chosen[:0], self.rule)
         ref_drafts, ref_accepted = pooled.before(self.base + at, self.base + stop, self.rule)
         ready = (ref_drafts >= self.rule.min_drafts) & (ref_drafts > 0)
         lengths = np.where(ready, 1.0 + ref_accepted / np.where(ready, ref_drafts, 1), np.nan)
@@ -294,7 +307,7 @@ def _judged(memory: SeriesMemory, rule: ReferenceRule) -> tuple[int, int]:
 def _repeated(memory: SeriesMemory, learns: str | None, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> SeriesMemory:
     memory = _counted(memory, rows, chosen)
     if learns == "reference":
-        return replace(memory, reference=pool(memory.reference, rows, chosen, rule).profile)
+        return replace(memory, reference=pool(memory.reference, rows, teaching(rows, chosen, rule), rule).profile)
     if learns == "pending":
         return replace(memory, pending=pool(memory.pending, rows, chosen, rule).profile)
     return memory
