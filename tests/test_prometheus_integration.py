@@ -201,12 +201,12 @@ def test_the_acceptance_length_histogram_panel_sums_to_one_with_mean_l_minus_one
     """The panel's buckets, from a real Prometheus over the recorded per-position rates: shares of
     all drafts (Σ h_j = 1) whose mean is the recorded L − 1 of the same series and window."""
     from exporter.mixin.counters import sidecar_counters
-    from exporter.mixin.dashboards import SIDECAR, acceptance_histogram
+    from exporter.mixin.dashboards import acceptance_histogram, sidecar_matchers
     from exporter.mixin.rules import rule_names
 
     wait_long(lambda: "SpecDecodeAcceptanceDropped" in delivered(stack, stack["sims"]["dropoff"]), "every series to be scraped")
     n = rule_names(sidecar_counters(FAST), FAST)
-    selector = SIDECAR
+    selector = sidecar_matchers(FAST)
     for variable, value in VARIABLES.items():
         selector = selector.replace(variable, value)
 
