@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import click
 
-from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, parse_windows, reference_options, reference_rule_args
+from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, reference_options, reference_rule_args
+from exporter.cli.settings import judged_windows
 from exporter.config import ConfigError, parse_listen
 from exporter.simulate.layouts import NEWEST, SUPPORTED_VERSIONS, Layout
 from exporter.simulate.scenarios import SCENARIOS, Scenario
@@ -115,9 +116,7 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
         sim_host, sim_port = parse_listen(sim_listen) if not sim_listen.endswith(":0") else (sim_listen.rpartition(":")[0], 0)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
-    window_map = parse_windows(windows)
-    if health_window not in window_map:
-        raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
+    window_map = judged_windows(windows, health_window)
     chosen = _scenario(scenario, k, rates, drop_after, restart_after, drafts_per_second)
     layout = _layout(vllm_version, logging_formatter, logging_prefix)
     run_demo(
