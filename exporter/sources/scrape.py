@@ -31,19 +31,20 @@ import httpx
 from exporter import __version__
 from exporter.records import HealthBoard, SourceStats
 from exporter.sources.targets import Target, TargetsFile
+from exporter.vocabulary import ScrapeProblem, SourceKind
 
 log = logging.getLogger(__name__)
 
-SOURCE_KIND = "metrics"
+SOURCE_KIND: SourceKind = "metrics"
 ACCEPT = "text/plain;version=0.0.4;q=1.0,*/*;q=0.1"
 READ_BYTES = 64 << 10  # raw bytes per step while streaming
 VERSION_BYTES = 64 << 10  # vLLM's /version is {"version": "0.24.0"}: a body far larger is not one
 
 
 class ScrapeFailure(Exception):
-    def __init__(self, reason: str, detail: str = "") -> None:
+    def __init__(self, reason: ScrapeProblem, detail: str = "") -> None:
         super().__init__(detail or reason)
-        self.reason = reason
+        self.reason: ScrapeProblem = reason
 
 
 class ScrapeOutcome(Protocol):
