@@ -1,6 +1,8 @@
-"""Command line: `serve`, `analyze`, `version`. Every flag is also a SPECDECODE_<FLAG> env var.
+"""Command line: `serve`, `analyze`, `check-config`, `simulate`, `demo`, `acknowledge`, `mixin` (and
+`--version`). Every flag is also a SPECDECODE_<FLAG> env var.
 
-`main()` only parses; the work happens in `serve.run(settings)` and `analyze.analyze(...)`.
+`main()` only parses; serve's flags become Settings in cli/settings.py, and the work happens in
+`serve.run(settings)` and `analyze.analyze(...)`.
 """
 
 from __future__ import annotations

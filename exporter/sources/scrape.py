@@ -88,7 +88,7 @@ class ScrapeSource:
         timeout: float = 3.0,
         max_bytes: int = 16 << 20,
         concurrency: int = 64,
-        clock: Callable[[], float] = time.time,
+        wall: Callable[[], float] = time.time,  # the wall: when each body arrived
         forget_after: float = 300.0,
     ) -> None:
         self.health = health
@@ -99,7 +99,7 @@ class ScrapeSource:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.concurrency = concurrency
-        self.clock = clock
+        self.wall = wall
         self._labels: dict[str, dict[str, str]] = {}  # per target, from a file_sd targets file
         # targets that left the targets file, since when (monotonic): forgotten only after
         # `forget_after`, so a file emptied and restored by config management changes no counter
@@ -239,7 +239,7 @@ class ScrapeSource:
 
     async def scrape_target(self, client: httpx.AsyncClient, target: Target) -> None:
         self._labels[target.url] = dict(target.labels)
-        started, now = time.monotonic(), self.clock()
+        started, now = time.monotonic(), self.wall()
         try:
             text = await asyncio.wait_for(self._fetch(client, target.url), self.timeout)
         except ScrapeFailure as failure:
