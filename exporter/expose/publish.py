@@ -33,6 +33,12 @@ class Publisher:
         self._kept = False
         self.wanted.set()
 
+    def wait(self, timeout: float) -> bool:
+        """At most `timeout` seconds, until a scrape was sent an old body (or `release`); True if one was."""
+        wanted = self.wanted.wait(timeout)
+        self.wanted.clear()
+        return wanted
+
     def publish(self) -> bytes:
         """Build the body now, gzipped (what Prometheus asks for), and publish it."""
         self._published = self.cache.build(gzip=True)

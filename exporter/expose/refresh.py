@@ -41,8 +41,7 @@ class Refresher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            wanted = self.publisher.wanted.wait(self.period)
-            self.publisher.wanted.clear()
+            wanted = self.publisher.wait(self.period)
             if self._stop.is_set():
                 return
             if wanted or self.publisher.cache.behind():
