@@ -76,3 +76,34 @@ def test_the_judged_window_must_be_one_of_the_windows() -> None:
     assert judged_windows(("1m", "5m"), "5m") == {"1m": 60.0, "5m": 300.0}
     with pytest.raises(click.BadParameter):
         judged_windows(("1m", "5m"), "1h")
+
+
+@pytest.mark.slow  # starts the simulated vLLM (a loopback server); the sidecar's run is captured, not started
+def test_demo_runs_the_sidecar_on_serves_defaults_with_its_own_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import exporter.cli.serve
+    from exporter.cli.simulation import demo
+
+    ran: list[Settings] = []
+    monkeypatch.setattr(exporter.cli.serve, "run", ran.append)
+    result = CliRunner().invoke(demo, ["--listen", "127.0.0.1:19847", "--log-interval", "2", "--speed", "4", "--reference-hold", "1d"])
+    assert result.exit_code == 0, result.output
+    (settings,) = ran
+    (log,), (target,) = settings.logs, settings.targets
+    assert log.endswith("/vllm.log") and target.startswith("http://127.0.0.1:") and target.endswith("/metrics")
+    # what demo ran with before its flags went through serve_settings, field by field
+    assert settings == Settings(
+        logs=(log,), targets=(target,), pairs=((target, log),), from_start=True, listen="127.0.0.1:19847",
+        windows={"1m": 60.0, "5m": 300.0, "1h": 3600.0}, scrape_interval=2.0 / 4.0, derive=DeriveSettings(health_window="1m"),
+        reference_hold=86400.0, reference_window=86400.0, reference_min_drafts=1000, reference_recovery=900.0,
+    )
+
+
+def test_a_bad_demo_flag_stops_it_before_the_simulator_starts() -> None:
+    from click.testing import CliRunner
+
+    from exporter.cli.simulation import demo
+
+    result = CliRunner().invoke(demo, ["--reference-hold", "soon"])
+    assert result.exit_code == 2 and "--reference-hold" in result.output and "simulated vLLM" not in result.output

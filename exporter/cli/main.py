@@ -18,9 +18,9 @@ from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
 from exporter.cli.mixin import mixin
 from exporter.cli.options import derive_options, option, reference_options, reference_rule_args, seconds
-from exporter.cli.settings import ServeFlags, serve_settings
+from exporter.cli.settings import SERVE_DEFAULTS, ServeFlags, serve_settings
 from exporter.cli.simulation import demo, simulate
-from exporter.config import DEFAULT_LISTEN, DEFAULT_WINDOWS, ENGINES, ConfigError, LogFormat, load_derive_settings
+from exporter.config import ENGINES, ConfigError, LogFormat, load_derive_settings
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
 from exporter.state.reference import ReferenceRule
@@ -99,38 +99,43 @@ analyze_cmd.name = "analyze"
 @option("--targets-file", type=click.Path(dir_okay=False), help="Prometheus file_sd targets file (JSON or YAML), reloaded when it changes.")
 @option("--vllm-plugin-dir", "plugin_dirs", multiple=True, type=click.Path(file_okay=False),
     help="Directory our vLLM stat-logger plugin writes its records to (SPECDECODE_PLUGIN_DIR inside vLLM): exact counts. Repeatable.")
-@option("--scrape-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds between scrapes of each target.")
-@option("--scrape-timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, help="Seconds a whole scrape may take.")
-@option("--max-scrape-bytes", type=click.IntRange(min=1024), default=16 << 20, show_default=True, help="Larger /metrics answers are refused (too_large).")
+@option("--scrape-interval", type=click.FloatRange(min=0.1), default=SERVE_DEFAULTS.scrape_interval, show_default=True,
+    help="Seconds between scrapes of each target.")
+@option("--scrape-timeout", type=click.FloatRange(min=0.1), default=SERVE_DEFAULTS.scrape_timeout, show_default=True, help="Seconds a whole scrape may take.")
+@option("--max-scrape-bytes", type=click.IntRange(min=1024), default=SERVE_DEFAULTS.max_scrape_bytes, show_default=True,
+    help="Larger /metrics answers are refused (too_large).")
 @option("--engine", type=click.Choice(ENGINES), help="Force the server kind of the targets instead of detecting it from the payload.")
 @option("--pair", "pairs", multiple=True,
     help="LOG=URL: this log and this target are the same server (config sharing, cross-check). One log + one target pair themselves.")
-@option("--stale-after", default="5m", show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
+@option("--stale-after", default=SERVE_DEFAULTS.stale_after, show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
 @option("--state-dir", type=click.Path(file_okay=False), help="Keep what a restart must not forget here (read positions, counters, baselines).")
 @option("--web-config-file", type=click.Path(dir_okay=False), help="TLS and basic auth, in the Prometheus exporter-toolkit's format; re-read on change.")
 @option("--baseline-half-life", hidden=True, help="Gone: the verdict's baseline is each series' reference (--reference-*); ignored with a warning.")
 @reference_options
 @option("--from-start", is_flag=True, help="Read existing files from their start instead of their end.")
-@option("--listen", default=DEFAULT_LISTEN, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
-@option("--window", "windows", multiple=True, default=DEFAULT_WINDOWS, show_default=True,
+@option("--listen", default=SERVE_DEFAULTS.listen, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
+@option("--window", "windows", multiple=True, default=SERVE_DEFAULTS.windows, show_default=True,
     help="Windows of the gauges (e.g. 1m, 5m, 1h); repeatable or comma-separated.")
-@option("--health-window", default="5m", show_default=True, help="Window the health verdict judges; the longest window is its baseline.")
-@option("--derived-windows", multiple=True, default=(), show_default="the health window",
+@option("--health-window", default=SERVE_DEFAULTS.health_window, show_default=True,
+    help="Window the health verdict judges; the longest window is its baseline.")
+@option("--derived-windows", multiple=True, default=SERVE_DEFAULTS.derived_windows, show_default="the health window",
     help="Windows whose derived gauges (ratios, positions, speed-up, recommendation) are exported; comma-separated, or `all`. "
          "The counters are exported once, whatever the windows: Prometheus computes rates over any window from them.")
-@option("--speedup-candidates", type=click.Choice(["chosen", "all"]), default="chosen", show_default=True,
+@option("--speedup-candidates", type=click.Choice(["chosen", "all"]), default=SERVE_DEFAULTS.speedup_candidates, show_default=True,
     help="specdecode_expected_speedup for the recommended and the running k (chosen), or for every k from 0 to the running one (all).")
-@option("--conditional-gauges/--no-conditional-gauges", default=False, show_default=True,
+@option("--conditional-gauges/--no-conditional-gauges", default=SERVE_DEFAULTS.conditional_gauges, show_default=True,
     help="Export specdecode_position_conditional_acceptance_ratio per derived window (the recording rules compute it from the counters).")
-@option("--metrics-max-age", default="1s", show_default=True,
+@option("--metrics-max-age", default=SERVE_DEFAULTS.metrics_max_age, show_default=True,
     help="A scrape of /metrics may get a body this old: it is rebuilt in the background as the sources change, so a scrape only "
          "sends bytes. 0: build it for each scrape.")
-@option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+@option("--poll-interval", type=click.FloatRange(min=0.05), default=SERVE_DEFAULTS.poll_interval, show_default=True,
     help="Seconds between checks of each file when no file event arrives.")
-@option("--file-events/--no-file-events", default=True, show_default=True,
+@option("--file-events/--no-file-events", default=SERVE_DEFAULTS.file_events, show_default=True,
     help="Wake on inotify file events; without them, check files every --poll-interval only.")
-@option("--max-line-bytes", type=click.IntRange(min=1024), default=1 << 20, show_default=True, help="Longer lines are counted and skipped.")
-@option("--max-series", type=click.IntRange(min=1), default=1000, show_default=True, help="Series cap; the least recently updated is dropped first.")
+@option("--max-line-bytes", type=click.IntRange(min=1024), default=SERVE_DEFAULTS.max_line_bytes, show_default=True,
+    help="Longer lines are counted and skipped.")
+@option("--max-series", type=click.IntRange(min=1), default=SERVE_DEFAULTS.max_series, show_default=True,
+    help="Series cap; the least recently updated is dropped first.")
 @derive_options
 def serve(**flags: Any) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""

@@ -1,8 +1,8 @@
 """Flags → `Settings`: `serve`'s flags, as click hands them over, translated in one typed function.
 
 Every flag is checked here, so a bad value is a click error naming it before anything starts;
-`serve` itself only calls `serve_settings` and runs what comes back. `demo` shares the parts it
-also has (the windows and the judged one, the reference rule).
+`serve` itself only calls `serve_settings` and runs what comes back; `demo` calls it too, with
+the flags it sets over serve's defaults (the simulator's log and target, its windows).
 """
 
 from __future__ import annotations
@@ -12,50 +12,72 @@ from dataclasses import dataclass
 
 import click
 
-from exporter.cli.options import comma_list, parse_windows, reference_rule_args, seconds
-from exporter.config import ConfigError, ExpositionSettings, LogFormat, Settings, load_derive_settings, parse_listen
+from exporter.cli.options import (
+    REFERENCE_HOLD,
+    REFERENCE_MIN_DRAFTS,
+    REFERENCE_RECOVERY,
+    REFERENCE_WINDOW,
+    comma_list,
+    parse_windows,
+    reference_rule_args,
+    seconds,
+)
+from exporter.config import (
+    DEFAULT_LISTEN,
+    DEFAULT_WINDOWS,
+    ConfigError,
+    ExpositionSettings,
+    LogFormat,
+    Settings,
+    load_derive_settings,
+    parse_listen,
+)
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class ServeFlags:
-    """`serve`'s flags as given (defaults are click's, in cli/main.py): strings where the flag is a duration or a list."""
+    """`serve`'s flags as given: strings where the flag is a duration or a list. The defaults are the
+    flags' own (cli/main.py reads them from SERVE_DEFAULTS); `demo` replaces the few it sets."""
 
-    logs: tuple[str, ...]
-    targets: tuple[str, ...]
-    targets_file: str | None
-    plugin_dirs: tuple[str, ...]
-    scrape_interval: float
-    scrape_timeout: float
-    max_scrape_bytes: int
-    engine: str | None
-    pairs: tuple[str, ...]
-    stale_after: str
-    state_dir: str | None
-    web_config_file: str | None
-    baseline_half_life: str | None
-    reference_hold: str
-    reference_window: str
-    reference_min_drafts: int
-    reference_recovery: str
-    from_start: bool
-    listen: str
-    windows: tuple[str, ...]
-    health_window: str
-    derived_windows: tuple[str, ...]
-    speedup_candidates: str
-    conditional_gauges: bool
-    metrics_max_age: str
-    poll_interval: float
-    file_events: bool
-    max_line_bytes: int
-    max_series: int
-    config_path: str | None
-    draft_token_cost: float | None
-    model_name: str | None
-    log_format: LogFormat
-    log_timezone: str | None
+    logs: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    targets_file: str | None = None
+    plugin_dirs: tuple[str, ...] = ()
+    scrape_interval: float = 5.0
+    scrape_timeout: float = 3.0
+    max_scrape_bytes: int = 16 << 20
+    engine: str | None = None
+    pairs: tuple[str, ...] = ()  # LOG=URL, as given
+    stale_after: str = "5m"
+    state_dir: str | None = None
+    web_config_file: str | None = None
+    baseline_half_life: str | None = None  # gone: warned about and ignored
+    reference_hold: str = REFERENCE_HOLD
+    reference_window: str = REFERENCE_WINDOW
+    reference_min_drafts: int = REFERENCE_MIN_DRAFTS
+    reference_recovery: str = REFERENCE_RECOVERY
+    from_start: bool = False
+    listen: str = DEFAULT_LISTEN
+    windows: tuple[str, ...] = DEFAULT_WINDOWS
+    health_window: str = "5m"
+    derived_windows: tuple[str, ...] = ()
+    speedup_candidates: str = "chosen"
+    conditional_gauges: bool = False
+    metrics_max_age: str = "1s"
+    poll_interval: float = 1.0
+    file_events: bool = True
+    max_line_bytes: int = 1 << 20
+    max_series: int = 1000
+    config_path: str | None = None
+    draft_token_cost: float | None = None
+    model_name: str | None = None
+    log_format: LogFormat = "auto"
+    log_timezone: str | None = None
+
+
+SERVE_DEFAULTS = ServeFlags()
 
 
 def judged_windows(windows: tuple[str, ...], health_window: str) -> dict[str, float]:
