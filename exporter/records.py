@@ -93,7 +93,7 @@ class SeriesKey:
 
 @dataclass(frozen=True, slots=True)
 class Interval:
-    """What one series did over one interval: DESIGN.md's common currency.
+    """What one series did over one interval: the common currency of the stages (docs/architecture.md).
 
     `drafts` (D) and `accepted_per_position` (A_i) are reconstructed for log sources and may be
     estimates; `drafts_range` bounds the true D. `drafts` is None where no layout lets us know it.

@@ -59,7 +59,7 @@ def follow(pieces: list[bytes], log: Path, *, batch_path: bool) -> Store:
         return pipeline
 
     log.write_bytes(b"")
-    source = LogSource([str(log)], store, pipelines, from_start=True, clock=lambda: now[0])
+    source = LogSource([str(log)], store, pipelines, from_start=True, wall=lambda: now[0])
     for piece in pieces:
         now[0] += WINDOW
         with open(log, "ab") as out:

@@ -241,3 +241,28 @@ def test_the_refresher_rebuilds_after_a_write_and_stops():
     finally:
         refresher.stop()
     assert refresher._thread is not None and not refresher._thread.is_alive()
+
+
+def test_a_published_body_is_not_sent_once_a_text_build_changed_the_body():
+    store = _store(4, series=2)
+    renderer = MetricsRenderer(store, DeriveSettings())
+    renderer.refresh()
+    assert renderer.cached(gzip=True, max_age=3600.0) is not None
+    _down(store, 0)
+    renderer.render()  # the text form is built from the changed store: what was published is of an older body
+    assert renderer.cached(gzip=True, max_age=3600.0) is None
+    assert gzip.decompress(renderer.latest(gzip=True, max_age=3600.0)).decode() == renderer.render()
+
+
+def test_a_kept_body_is_sent_after_a_write_until_released():
+    store = _store(4)
+    renderer = MetricsRenderer(store, DeriveSettings())
+    publisher = renderer.publisher
+    first = publisher.publish()
+    publisher.keep()
+    _down(store, 0)
+    assert publisher.cached(gzip=True, max_age=0.0) is first and publisher.wait(0.0)  # sent, and a rebuild asked for
+    assert not publisher.wait(0.0)  # the ask is taken once
+    publisher.release()
+    assert publisher.wait(0.0)  # release wakes the refresher
+    assert publisher.cached(gzip=True, max_age=0.0) is None  # no refresher: a scrape after a write waits for a new body

@@ -1,6 +1,8 @@
-"""Command line: `serve`, `analyze`, `version`. Every flag is also a SPECDECODE_<FLAG> env var.
+"""Command line: `serve`, `analyze`, `check-config`, `simulate`, `demo`, `acknowledge`, `mixin` (and
+`--version`). Every flag is also a SPECDECODE_<FLAG> env var.
 
-`main()` only parses; the work happens in `serve.run(settings)` and `analyze.analyze(...)`.
+`main()` only parses; serve's flags become Settings in cli/settings.py, and the work happens in
+`serve.run(settings)` and `analyze.analyze(...)`.
 """
 
 from __future__ import annotations
@@ -8,25 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from typing import Any
 
 import click
 
 from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
 from exporter.cli.mixin import mixin
-from exporter.cli.options import comma_list, derive_options, option, parse_windows, reference_options, reference_rule_args, seconds
+from exporter.cli.options import derive_options, option, reference_options, reference_rule_args, seconds
+from exporter.cli.settings import SERVE_DEFAULTS, ServeFlags, serve_settings
 from exporter.cli.simulation import demo, simulate
-from exporter.config import (
-    DEFAULT_LISTEN,
-    DEFAULT_WINDOWS,
-    ENGINES,
-    ConfigError,
-    ExpositionSettings,
-    LogFormat,
-    Settings,
-    load_derive_settings,
-    parse_listen,
-)
+from exporter.config import ENGINES, ConfigError, LogFormat, load_derive_settings
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
 from exporter.state.reference import ReferenceRule
@@ -99,108 +93,55 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
 analyze_cmd.name = "analyze"
 
 
-def _pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    from exporter.sources.targets import target_from_url
-
-    pairs = []
-    for value in values:
-        log_path, sep, url = value.partition("=")
-        if not sep or not log_path or not url:
-            raise ConfigError(f"--pair: expected LOG=URL (or PLUGIN_DIR=URL, PLUGIN_DIR=LOG), got {value!r}")
-        other = target_from_url(url).url if url.startswith(("http://", "https://")) or ":" in url.split("/")[0] else url
-        pairs.append((other, log_path.rstrip("/") or "/"))
-    return pairs
-
-
 @main.command()
 @option("--log", "logs", multiple=True, help="vLLM log to follow: a path, a glob, or - for stdin. Repeatable.")
 @option("--target", "targets", multiple=True, help="Server /metrics URL to scrape (http://host:port/metrics, or host:port). Repeatable.")
 @option("--targets-file", type=click.Path(dir_okay=False), help="Prometheus file_sd targets file (JSON or YAML), reloaded when it changes.")
 @option("--vllm-plugin-dir", "plugin_dirs", multiple=True, type=click.Path(file_okay=False),
     help="Directory our vLLM stat-logger plugin writes its records to (SPECDECODE_PLUGIN_DIR inside vLLM): exact counts. Repeatable.")
-@option("--scrape-interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds between scrapes of each target.")
-@option("--scrape-timeout", type=click.FloatRange(min=0.1), default=3.0, show_default=True, help="Seconds a whole scrape may take.")
-@option("--max-scrape-bytes", type=click.IntRange(min=1024), default=16 << 20, show_default=True, help="Larger /metrics answers are refused (too_large).")
+@option("--scrape-interval", type=click.FloatRange(min=0.1), default=SERVE_DEFAULTS.scrape_interval, show_default=True,
+    help="Seconds between scrapes of each target.")
+@option("--scrape-timeout", type=click.FloatRange(min=0.1), default=SERVE_DEFAULTS.scrape_timeout, show_default=True, help="Seconds a whole scrape may take.")
+@option("--max-scrape-bytes", type=click.IntRange(min=1024), default=SERVE_DEFAULTS.max_scrape_bytes, show_default=True,
+    help="Larger /metrics answers are refused (too_large).")
 @option("--engine", type=click.Choice(ENGINES), help="Force the server kind of the targets instead of detecting it from the payload.")
 @option("--pair", "pairs", multiple=True,
     help="LOG=URL: this log and this target are the same server (config sharing, cross-check). One log + one target pair themselves.")
-@option("--stale-after", default="5m", show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
+@option("--stale-after", default=SERVE_DEFAULTS.stale_after, show_default=True, help="A source down this long stops exporting windowed gauges and a verdict.")
 @option("--state-dir", type=click.Path(file_okay=False), help="Keep what a restart must not forget here (read positions, counters, baselines).")
 @option("--web-config-file", type=click.Path(dir_okay=False), help="TLS and basic auth, in the Prometheus exporter-toolkit's format; re-read on change.")
 @option("--baseline-half-life", hidden=True, help="Gone: the verdict's baseline is each series' reference (--reference-*); ignored with a warning.")
 @reference_options
 @option("--from-start", is_flag=True, help="Read existing files from their start instead of their end.")
-@option("--listen", default=DEFAULT_LISTEN, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
-@option("--window", "windows", multiple=True, default=DEFAULT_WINDOWS, show_default=True,
+@option("--listen", default=SERVE_DEFAULTS.listen, show_default=True, help="host:port for /metrics, /api/v1/status and /.")
+@option("--window", "windows", multiple=True, default=SERVE_DEFAULTS.windows, show_default=True,
     help="Windows of the gauges (e.g. 1m, 5m, 1h); repeatable or comma-separated.")
-@option("--health-window", default="5m", show_default=True, help="Window the health verdict judges; the longest window is its baseline.")
-@option("--derived-windows", multiple=True, default=(), show_default="the health window",
+@option("--health-window", default=SERVE_DEFAULTS.health_window, show_default=True,
+    help="Window the health verdict judges; the longest window is its baseline.")
+@option("--derived-windows", multiple=True, default=SERVE_DEFAULTS.derived_windows, show_default="the health window",
     help="Windows whose derived gauges (ratios, positions, speed-up, recommendation) are exported; comma-separated, or `all`. "
          "The counters are exported once, whatever the windows: Prometheus computes rates over any window from them.")
-@option("--speedup-candidates", type=click.Choice(["chosen", "all"]), default="chosen", show_default=True,
+@option("--speedup-candidates", type=click.Choice(["chosen", "all"]), default=SERVE_DEFAULTS.speedup_candidates, show_default=True,
     help="specdecode_expected_speedup for the recommended and the running k (chosen), or for every k from 0 to the running one (all).")
-@option("--conditional-gauges/--no-conditional-gauges", default=False, show_default=True,
+@option("--conditional-gauges/--no-conditional-gauges", default=SERVE_DEFAULTS.conditional_gauges, show_default=True,
     help="Export specdecode_position_conditional_acceptance_ratio per derived window (the recording rules compute it from the counters).")
-@option("--metrics-max-age", default="1s", show_default=True,
+@option("--metrics-max-age", default=SERVE_DEFAULTS.metrics_max_age, show_default=True,
     help="A scrape of /metrics may get a body this old: it is rebuilt in the background as the sources change, so a scrape only "
          "sends bytes. 0: build it for each scrape.")
-@option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+@option("--poll-interval", type=click.FloatRange(min=0.05), default=SERVE_DEFAULTS.poll_interval, show_default=True,
     help="Seconds between checks of each file when no file event arrives.")
-@option("--file-events/--no-file-events", default=True, show_default=True,
+@option("--file-events/--no-file-events", default=SERVE_DEFAULTS.file_events, show_default=True,
     help="Wake on inotify file events; without them, check files every --poll-interval only.")
-@option("--max-line-bytes", type=click.IntRange(min=1024), default=1 << 20, show_default=True, help="Longer lines are counted and skipped.")
-@option("--max-series", type=click.IntRange(min=1), default=1000, show_default=True, help="Series cap; the least recently updated is dropped first.")
+@option("--max-line-bytes", type=click.IntRange(min=1024), default=SERVE_DEFAULTS.max_line_bytes, show_default=True,
+    help="Longer lines are counted and skipped.")
+@option("--max-series", type=click.IntRange(min=1), default=SERVE_DEFAULTS.max_series, show_default=True,
+    help="Series cap; the least recently updated is dropped first.")
 @derive_options
-def serve(logs: tuple[str, ...], targets: tuple[str, ...], targets_file: str | None, plugin_dirs: tuple[str, ...], scrape_interval: float,
-          scrape_timeout: float, max_scrape_bytes: int, engine: str | None, pairs: tuple[str, ...], stale_after: str,
-          state_dir: str | None, web_config_file: str | None, baseline_half_life: str | None, reference_hold: str, reference_window: str,
-          reference_min_drafts: int, reference_recovery: str, from_start: bool, listen: str, windows: tuple[str, ...], health_window: str,
-          derived_windows: tuple[str, ...], speedup_candidates: str, conditional_gauges: bool, metrics_max_age: str,
-          poll_interval: float, file_events: bool, max_line_bytes: int, max_series: int, config_path: str | None,
-          draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None) -> None:
+def serve(**flags: Any) -> None:
     """Follow vLLM logs and scrape servers' /metrics; serve Prometheus metrics and a status API."""
-    if not logs and not targets and not targets_file and not plugin_dirs:
-        raise click.UsageError("nothing to read: give --log, --target, --targets-file or --vllm-plugin-dir")
-    if baseline_half_life is not None:
-        logging.getLogger(__name__).warning("--baseline-half-life is gone and ignored: the verdict judges against each series' reference (--reference-hold)")
-    stale_seconds = seconds(stale_after, "--stale-after")
-    hold, reference_seconds, min_drafts, recovery = reference_rule_args(reference_hold, reference_window, reference_min_drafts, reference_recovery)
-    # the sources load here, not at the top: yaml and watchdog would slow every command's start-up (analyze's most)
-    from exporter.sources.targets import TargetsError, default_pairs, target_from_url
-
-    try:
-        parse_listen(listen)
-        derive_settings = load_derive_settings(config_path, draft_token_cost, health_window, stale_seconds)
-        target_urls = tuple(target_from_url(url).url for url in targets)
-        pair_map = _pairs(pairs) or default_pairs(logs, target_urls, plugin_dirs)
-        if web_config_file:
-            from exporter.expose.websecurity import load_web_config
-
-            load_web_config(web_config_file)  # a broken file is an error at start, not at the first request
-    except (ConfigError, TargetsError) as error:
-        raise click.UsageError(str(error)) from None
-    window_map = parse_windows(windows)
-    if health_window not in window_map:
-        raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
-    derived = comma_list(derived_windows)
-    unknown = sorted(set(derived) - set(window_map) - {"all"})
-    if unknown:
-        raise click.BadParameter(f"{', '.join(unknown)} not among the windows {sorted(window_map)} (or `all`)", param_hint="--derived-windows")
-    max_age = seconds(metrics_max_age, "--metrics-max-age", zero_is_off=True)
-    exposition = ExpositionSettings(
-        derived_windows=derived, speedup_all=speedup_candidates == "all", conditional=conditional_gauges, max_age=max_age
-    )
+    settings = serve_settings(ServeFlags(**flags))  # every flag checked before anything starts
     from exporter.cli.serve import run  # FastAPI and uvicorn load only for `serve`
 
-    settings = Settings(
-        logs=logs, targets=target_urls, targets_file=targets_file, scrape_interval=scrape_interval,
-        scrape_timeout=scrape_timeout, max_scrape_bytes=max_scrape_bytes, engine=engine, pairs=tuple(pair_map), plugin_dirs=plugin_dirs,
-        state_dir=state_dir, web_config_file=web_config_file, from_start=from_start, log_timezone=log_timezone,
-        reference_hold=hold, reference_window=reference_seconds, reference_min_drafts=min_drafts, reference_recovery=recovery,
-        log_format=log_format, listen=listen, windows=window_map,
-        poll_interval=poll_interval, file_events=file_events, model_name=model_name, max_line_bytes=max_line_bytes,
-        max_series=max_series, derive=derive_settings, exposition=exposition,
-    )
     try:
         run(settings)
     except ConfigError as error:  # found only once the files are opened: TLS certificates, a state dir in use

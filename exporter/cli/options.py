@@ -100,20 +100,24 @@ def parse_windows(values: tuple[str, ...]) -> dict[str, float]:
     return {name: seconds(name, "--window") for name in comma_list(values)}
 
 
+# --reference-* defaults (serve, analyze, demo): hold, window, min drafts, recovery
+REFERENCE_HOLD, REFERENCE_WINDOW, REFERENCE_MIN_DRAFTS, REFERENCE_RECOVERY = "7d", "1d", 1000, "15m"
+
+
 def reference_options(func: F) -> F:
     """Options shared by `serve`, `analyze` and `demo`: how each series' reference is learned and replaced."""
-    func = option("--reference-min-drafts", type=click.IntRange(min=1), default=1000, show_default=True,
+    func = option("--reference-min-drafts", type=click.IntRange(min=1), default=REFERENCE_MIN_DRAFTS, show_default=True,
         help="A series' reference judges (the relative `degraded` verdict) once it pools this many healthy drafts.")(func)
-    func = option("--reference-window", default="1d", show_default=True,
+    func = option("--reference-window", default=REFERENCE_WINDOW, show_default=True,
         help="Healthy traffic pooled into each series' reference (in hourly-or-finer buckets; older ones leave it).")(func)
-    func = option("--reference-hold", default="7d", show_default=True,
+    func = option("--reference-hold", default=REFERENCE_HOLD, show_default=True,
         help="A series degraded or broken for longer than this takes its current acceptance as the new normal; 0: never.")(func)
-    func = option("--reference-recovery", default="15m", show_default=True,
+    func = option("--reference-recovery", default=REFERENCE_RECOVERY, show_default=True,
         help="A degraded or broken series counts as recovered (and its reference learns again) once its verdicts stay healthy this long.")(func)
     return func
 
 
-def reference_rule_args(hold: str, window: str, min_drafts: int, recovery: str = "15m") -> tuple[float, float, int, float]:
+def reference_rule_args(hold: str, window: str, min_drafts: int, recovery: str = REFERENCE_RECOVERY) -> tuple[float, float, int, float]:
     """--reference-* values as seconds (hold 0 = never, recovery 0 = at once): (hold, window, min drafts, recovery);
     click errors name the flag."""
     return (seconds(hold, "--reference-hold", zero_is_off=True), seconds(window, "--reference-window"), min_drafts,

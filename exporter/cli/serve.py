@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from exporter.config import Settings, parse_duration
-from exporter.expose.app import Source, create_app
+from exporter.expose.app import Service, create_app
 from exporter.expose.connection import BoundedH11Protocol
 from exporter.expose.websecurity import WebSecurity
 from exporter.intervals.clock import parse_zone
@@ -44,12 +44,12 @@ DEFER_SECONDS = 1.0
 
 
 def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAPI:
-    """The sidecar as an ASGI app (sources start with the app's lifespan)."""
+    """The sidecar as an ASGI app (its services — sources, state keeper — start with the app's lifespan)."""
     rule = ReferenceRule.of(settings.reference_hold, settings.reference_window, settings.reference_min_drafts, settings.reference_recovery)
     judged = settings.windows.get(settings.derive.health_window) or parse_duration(settings.derive.health_window)
     store = Store(settings.windows, max_series=settings.max_series, health=health_memory(settings.derive, rule, judged))
     store.pairs = list(settings.pairs)
-    sources: list[Source] = []
+    services: list[Service] = []
     zone = parse_zone(settings.log_timezone) if settings.log_timezone else None
     pipelines = pipelines_into(store, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes, zone=zone)
     log_source: LogSource | None = None
@@ -69,11 +69,11 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
             retire_after=settings.derive.stale_after,
         )
         store.before_read(log_source.complete)  # readers see every line read, however batched
-        sources.append(log_source)
+        services.append(log_source)
     stdin: StdinSource | None = None
     if STDIN_UPSTREAM in settings.logs:
         stdin = StdinSource(store, pipelines, log_format=settings.log_format)
-        sources.append(stdin)
+        services.append(stdin)
     scrape: ScrapeSource | None = None
     interpreter: ScrapeInterpreter | None = None
     if settings.targets or settings.targets_file:
@@ -88,15 +88,15 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
             max_bytes=settings.max_scrape_bytes,
             forget_after=settings.derive.stale_after,
         )
-        sources.append(scrape)
+        services.append(scrape)
     keeper: StateKeeper | None = None
     if settings.state_dir:
         # last: it restores before anything starts and saves after every other source has stopped
         keeper = StateKeeper(store, settings.state_dir, logs=log_source, scrapes=interpreter, cycles=scrape)
-        sources.append(keeper)
+        services.append(keeper)
         if stdin is not None:
             stdin.on_end = keeper.save_soon
-    app = create_app(store, settings.derive, sources, security, settings.exposition)
+    app = create_app(store, settings.derive, services, security, settings.exposition)
 
     def reload() -> None:
         log.info("SIGHUP: reloading the web config and the targets file, saving the state")

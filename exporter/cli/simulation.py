@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import click
 
-from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, parse_windows, reference_options, reference_rule_args
+from exporter.cli.options import SIM_LAYOUT_ENV, F, legacy_log_format, option, reference_options
+from exporter.cli.settings import SERVE_DEFAULTS, judged_windows
 from exporter.config import ConfigError, parse_listen
 from exporter.simulate.layouts import NEWEST, SUPPORTED_VERSIONS, Layout
 from exporter.simulate.scenarios import SCENARIOS, Scenario
@@ -115,14 +116,13 @@ def demo(scenario: str, speed: float, seed: int, k: int | None, rates: str | Non
         sim_host, sim_port = parse_listen(sim_listen) if not sim_listen.endswith(":0") else (sim_listen.rpartition(":")[0], 0)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
-    window_map = parse_windows(windows)
-    if health_window not in window_map:
-        raise click.BadParameter(f"{health_window!r} is not one of the windows {sorted(window_map)}", param_hint="--health-window")
+    judged_windows(windows, health_window)  # before the scenario's flags, as the user reads them
     chosen = _scenario(scenario, k, rates, drop_after, restart_after, drafts_per_second)
     layout = _layout(vllm_version, logging_formatter, logging_prefix)
+    # the sidecar runs with serve's defaults but for these; run_demo adds the simulator's log and target
+    flags = replace(SERVE_DEFAULTS, listen=listen, windows=windows, health_window=health_window, reference_hold=reference_hold,
+                    reference_window=reference_window, reference_min_drafts=reference_min_drafts, reference_recovery=reference_recovery)
     run_demo(
-        chosen, layout=layout, iteration_details=iteration_details,
-        listen=listen, sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval,
-        speed=speed, windows=window_map, health_window=health_window,
-        reference=reference_rule_args(reference_hold, reference_window, reference_min_drafts, reference_recovery),
+        chosen, flags, layout=layout, iteration_details=iteration_details,
+        sim_host=sim_host or "127.0.0.1", sim_port=sim_port, seed=seed, log_interval=log_interval, speed=speed,
     )

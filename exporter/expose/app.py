@@ -1,9 +1,9 @@
 """The HTTP side of `serve`: /metrics, /api/v1/status, / and /-/healthy, over FastAPI.
 
-The app owns its CollectorRegistry (never the global one) and starts and stops the sources in
-its lifespan, so a test can run the whole sidecar in-process or as a subprocess alike. Sources
-start and stop in the order given (serve gives the state keeper last: it saves after every
-other source has stopped). Request bodies are bounded: at most MAX_BODY_BYTES (413 beyond,
+The app keeps its own /metrics body (expose/metrics.py; no prometheus_client registry) and starts
+and stops its services (the sources, the state keeper, the refresher) in its lifespan, so a test
+can run the whole sidecar in-process or as a subprocess alike. Services start and stop in the
+order given (serve gives the state keeper last: it saves after every source has stopped). Request bodies are bounded: at most MAX_BODY_BYTES (413 beyond,
 read no further) and JSON at most MAX_JSON_DEPTH deep (400).
 """
 
@@ -44,7 +44,9 @@ def _asset(name: str) -> str:
     return (resources.files("exporter.expose") / "web" / name).read_text(encoding="utf-8")
 
 
-class Source(Protocol):
+class Service(Protocol):
+    """What runs for the app's lifetime: a source, the state keeper, the refresher."""
+
     def start(self) -> None: ...
     def stop(self) -> None: ...
 
@@ -52,11 +54,11 @@ class Source(Protocol):
 def create_app(
     store: Store,
     settings: DeriveSettings,
-    sources: Sequence[Source] = (),
+    services: Sequence[Service] = (),
     security: WebSecurity | None = None,
     exposition: ExpositionSettings | None = None,
 ) -> FastAPI:
-    """Build the sidecar's ASGI app over `store`; `sources` run for the app's lifetime.
+    """Build the sidecar's ASGI app over `store`; `services` run for the app's lifetime.
 
     With the exposition's `max_age`, /metrics answers with a body at most that many seconds old,
     kept young by a refresher (expose/refresh.py) so that a scrape does not wait for a render; 0:
@@ -66,17 +68,17 @@ def create_app(
     renderer = MetricsRenderer(store, settings, exposition)
     if max_age > 0:
         # every max_age, not more often: each rebuild of a busy store pays a snapshot of every series
-        sources = [*sources, Refresher(renderer, period=max_age)]
+        services = [*services, Refresher(renderer, period=max_age)]
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        for source in sources:
-            source.start()
+        for service in services:
+            service.start()
         try:
             yield
         finally:
-            for source in sources:  # in order: serve puts the state keeper last, so it saves last
-                source.stop()
+            for service in services:  # in order: serve puts the state keeper last, so it saves last
+                service.stop()
 
     app = FastAPI(title="specdecode-exporter", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
@@ -205,7 +207,7 @@ def accepts_gzip(accept_encoding: str) -> bool:
 
 
 class StatusBody:
-    """The status JSON, rendered at most once per second of the store's clock and per store version:
+    """The status JSON, rendered at most once per second of the store's wall clock and per store version:
     requests that come together share one render (each is a report of every series, and 200 pages
     polling at once rendered it 200 times), and a changed store or a new second renders afresh."""
 

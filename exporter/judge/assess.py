@@ -19,6 +19,7 @@ from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
 from exporter.state.reference import HEALTHY, UNHEALTHY
 from exporter.state.snapshot import SeriesSnapshot
 from exporter.state.window import Totals
+from exporter.vocabulary import verdict_state
 
 SHORT_DRAFTS = 0.95  # drafts averaging under this share of k are "shortened"
 
@@ -116,7 +117,7 @@ def _held(verdict: Verdict, series: SeriesSnapshot) -> Verdict:
     if memory is None or rule is None or memory.state not in UNHEALTHY or verdict.state not in HEALTHY:
         return verdict
     return Verdict(
-        memory.state, "recovering",
+        verdict_state(memory.state), "recovering",
         f"{verdict.message} — but {memory.state} until that holds for {rule.recovery_seconds / 60:g} min",
     )
 

@@ -1,4 +1,4 @@
-"""Pure math over pooled Totals: DESIGN.md's derived quantities.
+"""Pure math over pooled Totals: the derived quantities (README, "What it computes").
 
 With D, T, A, A_i summed over a window:
   L = 1 + A/D (mean acceptance length, bonus token included, as vLLM reports it); on V0 lines,

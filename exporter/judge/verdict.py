@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from exporter.config import HealthThresholds
 from exporter.judge.derive import Derived
+from exporter.vocabulary import VERDICT_STATES, VerdictState
 
-STATES = ("ok", "wasteful", "degraded", "broken", "no_data")
+STATES = VERDICT_STATES  # the catalogue's (exporter/vocabulary.py), in specdecode_health's order
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +32,7 @@ class Baseline:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    state: str  # one of STATES
+    state: VerdictState
     reason: str  # a stable code, safe as a label value
     message: str  # one sentence with the numbers behind it
 

@@ -21,12 +21,13 @@ import re
 from typing import Any
 
 from exporter.records import EngineMarker, ParsedSpecLine, SpecConfig
+from exporter.vocabulary import LogProblem
 
 V0_PREFIX = "Speculative metrics: "
 V1_PREFIX = "SpecDecoding metrics: "
 SPEC_MARKERS = (V0_PREFIX, V1_PREFIX)
 PER_POSITION_KEY = "Per-position acceptance rate"
-TRUNCATED = "truncated"
+TRUNCATED: LogProblem = "truncated"
 # Lines printed near the spec line that are not spec-decode counts: the `format` they are counted
 # under (sources' formats), never a series. DiffusionDecoding replaces the spec line for discrete
 # diffusion models (V1-f, vllm/v1/spec_decode/metrics.py in 0.34.0, see docs/vllm-versions.md);
@@ -37,9 +38,9 @@ SEEN_LINES = (("DiffusionDecoding metrics: ", "V1-f"), ("SpecDecoding timing", "
 class SpecLineError(ValueError):
     """A line that starts like a spec-decode line but cannot be used; `reason` is a metric label."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: LogProblem, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
-        self.reason = reason
+        self.reason: LogProblem = reason
 
 
 _NUMBER = r"(?:\d+(?:\.\d+)?|nan|inf)"

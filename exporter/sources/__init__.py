@@ -3,5 +3,5 @@
 Enters: paths, globs, target URLs, file events.
 Leaves: bytes of whole lines to a LogConsumer, /metrics bodies to a ScrapeConsumer, and each
 upstream's health (up, rotations, errors) to a HealthBoard — all protocols, wired by the CLI.
-May import: exporter.config, exporter.records, exporter.plugin.records. Never a later stage.
+May import: exporter.config, exporter.records, exporter.plugin.records, exporter.vocabulary. Never a later stage.
 """

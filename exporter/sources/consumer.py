@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from exporter.config import LogFormat
+from exporter.vocabulary import SourceKind
 
 
 class LogConsumer(Protocol):
@@ -41,4 +42,4 @@ class LogConsumer(Protocol):
 class LogConsumerFactory(Protocol):
     """Makes the consumer of one upstream: `kind` is "log" or "plugin" (our plugin's record files)."""
 
-    def __call__(self, upstream: str, *, kind: str, log_format: LogFormat) -> LogConsumer: ...
+    def __call__(self, upstream: str, *, kind: SourceKind, log_format: LogFormat) -> LogConsumer: ...

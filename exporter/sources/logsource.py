@@ -62,7 +62,7 @@ class LogSource:
         file_events: bool = True,
         max_line_bytes: int = 1 << 20,
         waker: Waker | None = None,
-        clock: Callable[[], float] = time.time,
+        wall: Callable[[], float] = time.time,  # the wall: the arrival time of the lines read
         plugin_dirs: Sequence[str] = (),
         defer: float = 0.0,
         retire_after: float = 300.0,
@@ -78,7 +78,7 @@ class LogSource:
         self.poll_interval = poll_interval
         self.file_events = file_events
         self.max_line_bytes = max_line_bytes
-        self.clock = clock
+        self.wall = wall
         self._waker = waker
         self._files: dict[str, tuple[FollowedFile, LogConsumer]] = {}
         self._ledger = Ledger()  # one identity per file across all the paths followed
@@ -211,7 +211,7 @@ class LogSource:
             if not isinstance(item, bytes):  # FILE_REPLACED
                 self._pending.append((pipeline, None, 0.0))
                 return
-            self._pending.append((pipeline, item, self.clock()))
+            self._pending.append((pipeline, item, self.wall()))
             self._pending_bytes += len(item)
             if self._pending_bytes >= DEFER_BYTES:
                 self._complete()

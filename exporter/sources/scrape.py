@@ -31,19 +31,20 @@ import httpx
 from exporter import __version__
 from exporter.records import HealthBoard, SourceStats
 from exporter.sources.targets import Target, TargetsFile
+from exporter.vocabulary import ScrapeProblem, SourceKind
 
 log = logging.getLogger(__name__)
 
-SOURCE_KIND = "metrics"
+SOURCE_KIND: SourceKind = "metrics"
 ACCEPT = "text/plain;version=0.0.4;q=1.0,*/*;q=0.1"
 READ_BYTES = 64 << 10  # raw bytes per step while streaming
 VERSION_BYTES = 64 << 10  # vLLM's /version is {"version": "0.24.0"}: a body far larger is not one
 
 
 class ScrapeFailure(Exception):
-    def __init__(self, reason: str, detail: str = "") -> None:
+    def __init__(self, reason: ScrapeProblem, detail: str = "") -> None:
         super().__init__(detail or reason)
-        self.reason = reason
+        self.reason: ScrapeProblem = reason
 
 
 class ScrapeOutcome(Protocol):
@@ -87,7 +88,7 @@ class ScrapeSource:
         timeout: float = 3.0,
         max_bytes: int = 16 << 20,
         concurrency: int = 64,
-        clock: Callable[[], float] = time.time,
+        wall: Callable[[], float] = time.time,  # the wall: when each body arrived
         forget_after: float = 300.0,
     ) -> None:
         self.health = health
@@ -98,7 +99,7 @@ class ScrapeSource:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.concurrency = concurrency
-        self.clock = clock
+        self.wall = wall
         self._labels: dict[str, dict[str, str]] = {}  # per target, from a file_sd targets file
         # targets that left the targets file, since when (monotonic): forgotten only after
         # `forget_after`, so a file emptied and restored by config management changes no counter
@@ -238,7 +239,7 @@ class ScrapeSource:
 
     async def scrape_target(self, client: httpx.AsyncClient, target: Target) -> None:
         self._labels[target.url] = dict(target.labels)
-        started, now = time.monotonic(), self.clock()
+        started, now = time.monotonic(), self.wall()
         try:
             text = await asyncio.wait_for(self._fetch(client, target.url), self.timeout)
         except ScrapeFailure as failure:

@@ -31,11 +31,11 @@ class StdinSource:
         *,
         fd: int = 0,
         log_format: LogFormat = "auto",
-        clock: Callable[[], float] = time.time,
+        wall: Callable[[], float] = time.time,  # the wall: the arrival time of the lines read
     ) -> None:
         self.fd = fd
         self.health = health
-        self.clock = clock
+        self.wall = wall
         self.pipeline = consumers(STDIN_UPSTREAM, kind="log", log_format=log_format)
         self._thread: threading.Thread | None = None
         self.finished = threading.Event()
@@ -52,10 +52,10 @@ class StdinSource:
     def _run(self) -> None:
         try:
             while chunk := os.read(self.fd, 1 << 16):
-                self.pipeline.consume_bytes(chunk, self.clock())
+                self.pipeline.consume_bytes(chunk, self.wall())
         except OSError as error:
             log.warning("cannot read standard input error=%s", error)
-        self.pipeline.finish(self.clock())
+        self.pipeline.finish(self.wall())
         self._set_up(False)
         self.finished.set()
         log.info("standard input ended")
