@@ -132,14 +132,14 @@ def _minute(key: Any, end: float, accepted: int = 900) -> Any:
 def test_a_restart_begins_a_period_where_the_source_can_tell(source, restart):
     """A scrape tells a restart by its counters resetting; a log by its startup lines (a scrape's
     config comes with every /version, so for a scrape it says nothing)."""
-    from exporter.records import SeriesKey, SpecConfig
+    from exporter.records import ReadCounts, SeriesKey, SpecConfig
 
     store = Store({"5m": 300.0}, health=health_memory(DeriveSettings(), ReferenceRule(min_drafts=100), 300.0))
     key = SeriesKey("http://127.0.0.1:8000/metrics" if source == "metrics" else "vllm.log", "m", "0", source)
     for minute in range(1, 11):
         store.record_interval(_minute(key, START + 60 * minute))
     if restart == "reset":
-        store.update_source(key.upstream, lambda stats: setattr(stats, "resets", 1), kind="metrics")
+        store.count_read(key.upstream, ReadCounts(restarts=1), kind="metrics")
     else:
         store.record_config(key.upstream, SpecConfig(method="eagle3", num_speculative_tokens=4))
     for minute in range(11, 21):

@@ -13,6 +13,7 @@ the time of each read (the same unix-time axis, so a backlog's last minutes are 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
@@ -22,11 +23,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
+from exporter.records import Interval, ReadCounts, SampledValues, SeriesKey, SourceHealth, SpecConfig
 from exporter.state.health import HealthMemory, key_text
 from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json, restarted
-from exporter.state.saved import counts_from_json, entries, key_json, restore_source, series_json, source_json, totals_from_json
-from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
+from exporter.state.saved import counts_from_json, entries, key_json, restore_counts, series_json, source_json, totals_from_json
+from exporter.state.snapshot import SeriesSnapshot, Snapshot, series_order
+from exporter.state.upstreams import RESTARTS_FROM_RESETS, Upstream
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
@@ -38,7 +40,6 @@ log = logging.getLogger(__name__)
 MAX_RUNS = 8  # runs of one series kept for the report (a config change starts one; the oldest go)
 
 RESTARTS_FROM_CONFIG = ("log", "plugin")  # sources whose config records are startup lines
-RESTARTS_FROM_RESETS = "metrics"  # a scrape source: a restart shows as counters that reset
 
 
 class AcknowledgeError(ValueError):
@@ -89,7 +90,7 @@ class Store:
         self._lock = threading.Lock()
         self._series: dict[SeriesKey, _Series] = {}
         self._configs: dict[str, SpecConfig] = {}
-        self._sources: dict[str, SourceStats] = {}
+        self._upstreams: dict[str, Upstream] = {}
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
         self.version = 0  # bumped by every write: readers that cache (the /metrics body) know when to look again
@@ -192,7 +193,7 @@ class Store:
                 del self._series[key]
             for key in [key for key in self._samples if key.upstream == upstream]:
                 del self._samples[key]
-            self._sources.pop(upstream, None)
+            self._upstreams.pop(upstream, None)
             self._configs.pop(upstream, None)
 
     def record_config(self, upstream: str, config: SpecConfig) -> None:
@@ -206,18 +207,25 @@ class Store:
                 if series.key.upstream == upstream and series.key.source in RESTARTS_FROM_CONFIG and series.last_update:
                     series.memory = restarted(series.memory)
 
-    def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
-        """Apply `update` to the upstream's stats under the lock. A scrape that saw the counters
-        reset is a restart: the target's series begin a new period (a log's restarts come with its
-        startup lines, record_config)."""
+    def _upstream(self, upstream: str, kind: str) -> Upstream:
+        return self._upstreams.get(upstream) or Upstream(kind)
+
+    def post_health(self, upstream: str, health: SourceHealth, kind: str = "log") -> None:
+        """The source's word on its upstream, replacing its last (the one writer of SourceHealth)."""
         with self._lock:
             self.version += 1
-            stats = self._sources.get(upstream)
-            if stats is None:
-                stats = self._sources[upstream] = SourceStats(kind=kind)
-            resets = stats.resets
-            update(stats)
-            if stats.resets > resets and kind == RESTARTS_FROM_RESETS:
+            self._upstreams[upstream] = dataclasses.replace(self._upstream(upstream, kind), health=health)
+
+    def count_read(self, upstream: str, counts: ReadCounts, kind: str = "log") -> None:
+        """Add what the interval stage made of one read (the one writer of the counts). A scrape that
+        saw the counters reset is a restart: the target's series begin a new period (a log's restarts
+        come with its startup lines, record_config)."""
+        with self._lock:
+            self.version += 1
+            known = self._upstream(upstream, kind)
+            now = known.counts.plus(counts, kind)
+            self._upstreams[upstream] = dataclasses.replace(known, counts=now)
+            if now.resets > known.counts.resets and kind == RESTARTS_FROM_RESETS:
                 for series in self._series.values():
                     if series.key.upstream == upstream and series.key.source == RESTARTS_FROM_RESETS and series.last_update:
                         series.memory = restarted(series.memory)
@@ -244,30 +252,7 @@ class Store:
                 )
                 for s in sorted(self._series.values(), key=lambda s: series_order(s.key))
             )
-            sources = tuple(
-                SourceSnapshot(
-                    upstream=upstream,
-                    kind=stats.kind,
-                    up=stats.up,
-                    lines=stats.lines,
-                    spec_lines=stats.spec_lines,
-                    problems=dict(stats.problems),
-                    variants=dict(stats.variants),
-                    rotations=stats.rotations,
-                    truncations=stats.truncations,
-                    last_success=stats.last_success,
-                    last_spec_line=stats.last_spec_line,
-                    resets=stats.resets,
-                    scrape_duration=stats.scrape_duration,
-                    last_error=stats.last_error,
-                    extra_labels=dict(stats.extra_labels),
-                    last_spec_line_logged=stats.last_spec_line_logged,
-                    log_zone=stats.log_zone,
-                    log_utc_offset=stats.log_utc_offset,
-                    log_zone_from=stats.log_zone_from,
-                )
-                for upstream, stats in sorted(self._sources.items())
-            )
+            sources = tuple(known.snapshot(upstream) for upstream, known in sorted(self._upstreams.items()))
             samples = tuple(sorted(self._samples.values(), key=lambda s: series_order(s.key)))
             return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples,
                             window_seconds=self.window_seconds)
@@ -311,7 +296,7 @@ class Store:
         self.complete()
         with self._lock:
             series = [series_json(s.key, s.lifetime, s.variants) for s in self._series.values()]
-            sources = [source_json(upstream, stats) for upstream, stats in self._sources.items()]
+            sources = [source_json(known.snapshot(upstream)) for upstream, known in self._upstreams.items()]
         return {"series": series, "sources": sources}
 
     def import_counters(self, saved: Mapping[str, object]) -> int:
@@ -331,7 +316,8 @@ class Store:
                 restored += 1
             for entry in entries(saved, "sources"):
                 if isinstance(entry, dict) and "upstream" in entry:
-                    restore_source(self._sources.setdefault(entry["upstream"], SourceStats(kind=entry.get("kind", "log"))), entry)
+                    known = self._upstream(entry["upstream"], entry.get("kind", "log"))
+                    self._upstreams[entry["upstream"]] = dataclasses.replace(known, counts=restore_counts(known.counts, entry))
         return restored
 
     def _config_of(self, upstream: str) -> SpecConfig:
