@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from exporter.records import Interval, ReadCounts, SampledValues, SeriesKey, SourceHealth, SpecConfig
@@ -34,7 +34,7 @@ from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
 
-__all__ = ["AcknowledgeError", "HealthMemory", "Store"]
+__all__ = ["AcknowledgeError", "CannotAcknowledge", "HealthMemory", "NoSuchSeries", "Store"]
 
 log = logging.getLogger(__name__)
 MAX_RUNS = 8  # runs of one series kept for the report (a config change starts one; the oldest go)
@@ -43,11 +43,15 @@ RESTARTS_FROM_CONFIG = ("log", "plugin")  # sources whose config records are sta
 
 
 class AcknowledgeError(ValueError):
-    """An acknowledgement that names no series, or a config the series does not run; nothing changed."""
+    """An acknowledgement refused; nothing changed (expose/ says what that is in HTTP)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+
+class NoSuchSeries(AcknowledgeError):
+    """The filter matches no series."""
+
+
+class CannotAcknowledge(AcknowledgeError):
+    """A matching series runs another config than the one stated, or the store keeps no references."""
 
 
 class _Series:
@@ -81,6 +85,7 @@ class Store:
         max_series: int = 1000,
         clock: Callable[[], float] = time.time,  # the wall: reads, series eviction (see the module's docstring)
         health: HealthMemory | None = None,
+        pairs: Iterable[tuple[str, str]] = (),
     ) -> None:
         self.health = health
         self._judged_seconds = health.window_seconds if health else 0.0
@@ -94,9 +99,14 @@ class Store:
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
         self.version = 0  # bumped by every write: readers that cache (the /metrics body) know when to look again
-        self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
+        self._pairs = tuple(pairs)
         self._restored: dict[SeriesKey, SeriesMemory] = {}  # saved memories of series not seen yet
         self._before_read: list[Callable[[], None]] = []
+
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """Upstreams that are the same server (log, target, plugin dir): fixed when the store is made."""
+        return self._pairs
 
     def _series_of(self, key: SeriesKey) -> _Series:
         series = self._series.get(key)
@@ -159,15 +169,15 @@ class Store:
         self.complete()
         with self._lock:
             if self.health is None:
-                raise AcknowledgeError(409, "this sidecar keeps no references to acknowledge")
+                raise CannotAcknowledge("this sidecar keeps no references to acknowledge")
             chosen = [s for s in self._series.values() if all(v is None or getattr(s.key, k) == v for k, v in match.items())]
             wanted = ", ".join(f"{k}={v}" for k, v in match.items() if v is not None)
             if not chosen:
                 known = sorted({f"{s.key.model_name} (engine {s.key.engine}, {s.key.source}, {s.key.upstream})" for s in self._series.values()})
-                raise AcknowledgeError(404, f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
+                raise NoSuchSeries(f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
             for s in chosen:
                 if identity is not None and s.memory.identity.conflicts(identity):
-                    raise AcknowledgeError(409, f"{key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
+                    raise CannotAcknowledge(f"{key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
             for s in chosen:
                 self.health.acknowledge(s, self._config_of(s.key.upstream), s.memory.last_at if s.memory.last_at is not None else self.clock())
             self.version += 1
@@ -323,7 +333,7 @@ class Store:
     def _config_of(self, upstream: str) -> SpecConfig:
         """An upstream's config; what it does not say it borrows from its pairs (a target has no method)."""
         config = self._configs.get(upstream, SpecConfig())
-        for first, second in self.pairs:
+        for first, second in self._pairs:
             partner = second if first == upstream else first if second == upstream else None
             if partner is not None:
                 config = self._configs.get(partner, SpecConfig()).merged(config)
