@@ -1,6 +1,7 @@
 """An upstream's state has one writer per piece: its source's SourceHealth, the interval stage's counts."""
 
 from exporter.records import ReadCounts, SourceHealth
+from exporter.state.persist import counters_json, restore_counters
 from exporter.state.store import Store
 from exporter.state.upstreams import SourceCounts
 
@@ -36,6 +37,6 @@ def test_the_saved_counters_continue_with_the_source_health_apart():
     store.count_read("http://127.0.0.1:1/metrics", ReadCounts(variants={"vllm": 1}, read_at=1.0, restarts=2), kind="metrics")
     store.post_health("http://127.0.0.1:1/metrics", SourceHealth(up=False, failures={"timeout": 2}), kind="metrics")
     restored = Store()
-    restored.import_counters(store.export_counters())
+    restore_counters(restored, counters_json(store))
     (source,) = restored.snapshot().sources
     assert (source.kind, source.up, source.problems, source.variants, source.resets) == ("metrics", False, {"timeout": 2}, {"vllm": 1}, 2)

@@ -11,7 +11,7 @@ from typing import Any
 
 from exporter.records import SeriesKey
 from exporter.state.snapshot import SourceSnapshot
-from exporter.state.upstreams import SourceCounts, added
+from exporter.state.upstreams import SourceCounts
 from exporter.state.window import Totals, totals_json
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ def key_json(key: SeriesKey) -> dict[str, str]:
     return {"upstream": key.upstream, "model_name": key.model_name, "engine": key.engine, "source": key.source}
 
 
-def series_json(key: SeriesKey, lifetime: Totals, variants: Counter[str]) -> dict[str, object]:
+def series_json(key: SeriesKey, lifetime: Totals, variants: Mapping[str, int]) -> dict[str, object]:
     return {"key": key_json(key), "totals": totals_json(lifetime), "variants": dict(variants)}
 
 
@@ -72,9 +72,9 @@ def source_json(source: SourceSnapshot) -> dict[str, object]:
             "problems": dict(source.problems), "variants": dict(source.variants), "resets": source.resets}
 
 
-def restore_counts(counts: SourceCounts, entry: Mapping[str, Any]) -> SourceCounts:
-    """Continue a source's counters; a field of the wrong type starts from zero, said in the log."""
-    kept = {"lines": counts.lines, "spec_lines": counts.spec_lines, "resets": counts.resets}
+def saved_counts(entry: Mapping[str, Any]) -> SourceCounts:
+    """A source's saved counters; a field of the wrong type starts from zero, said in the log."""
+    kept = {"lines": 0, "spec_lines": 0, "resets": 0}
     for name in kept:
         value = entry.get(name, 0)
         if _count(value):
@@ -82,11 +82,8 @@ def restore_counts(counts: SourceCounts, entry: Mapping[str, Any]) -> SourceCoun
         else:
             log.warning("saved source counter unusable, starting it from zero upstream=%s field=%s value=%.100r",
                         entry.get("upstream"), name, value)
-    return dataclasses.replace(
-        counts, lines=kept["lines"], spec_lines=kept["spec_lines"], resets=kept["resets"],
-        problems=added(counts.problems, counts_from_json(entry.get("problems", {}))),
-        variants=added(counts.variants, counts_from_json(entry.get("variants", {}))),
-    )
+    return SourceCounts(lines=kept["lines"], spec_lines=kept["spec_lines"], resets=kept["resets"],
+                        problems=counts_from_json(entry.get("problems", {})), variants=counts_from_json(entry.get("variants", {})))
 
 
 def entries(saved: Mapping[str, object], name: str) -> list[Any]:

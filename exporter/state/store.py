@@ -21,14 +21,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from exporter.records import Interval, ReadCounts, SampledValues, SeriesKey, SourceHealth, SpecConfig
 from exporter.state.health import HealthMemory, key_text
-from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json, restarted
-from exporter.state.saved import counts_from_json, entries, key_json, restore_counts, series_json, source_json, totals_from_json
-from exporter.state.snapshot import SeriesSnapshot, Snapshot, series_order
-from exporter.state.upstreams import RESTARTS_FROM_RESETS, Upstream
+from exporter.state.reference import SeriesMemory, SpecIdentity, restarted
+from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
+from exporter.state.upstreams import RESTARTS_FROM_RESETS, SourceCounts, Upstream
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
@@ -267,13 +266,12 @@ class Store:
             return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples,
                             window_seconds=self.window_seconds)
 
-    def export_memories(self) -> list[dict[str, object]]:
-        """Each series' references and health history, for the state dir."""
+    def memories(self) -> list[tuple[SeriesKey, SeriesMemory]]:
+        """Each series' references and health history (those of series not seen yet last), for the state dir."""
         self.complete()
         with self._lock:
-            live = [{"key": key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
-            waiting = [{"key": key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
-            return [*live, *waiting]
+            live = [(s.key, s.memory) for s in self._series.values() if s.memory.last_at is not None]
+            return [*live, *self._restored.items()]
 
     def memories_at(self) -> float | None:
         """The latest interval any series' memory has seen, on the series' own clock (a catch-up moves
@@ -281,54 +279,38 @@ class Store:
         with self._lock:
             return max((s.memory.last_at for s in self._series.values() if s.memory.last_at is not None), default=None)
 
-    def import_memories(self, entries: list[Any]) -> int:
-        """Restore references saved by an earlier run (applied when each series reappears)."""
-        restored = 0
+    def restore_memory(self, key: SeriesKey, memory: SeriesMemory) -> None:
+        """A memory saved by an earlier run: the series' now, or when the series reappears."""
         with self._lock:
             self.version += 1
-            for entry in entries:
-                try:
-                    key = SeriesKey(**entry["key"])
-                    memory = memory_from_json(entry)
-                except (TypeError, KeyError, ValueError, AttributeError):
-                    log.warning("a saved reference could not be read and is ignored")
-                    continue
-                series = self._series.get(key)
-                if series is not None:
-                    series.memory = memory
-                else:
-                    self._restored[key] = memory
-                restored += 1
-        return restored
+            series = self._series.get(key)
+            if series is not None:
+                series.memory = memory
+            else:
+                self._restored[key] = memory
 
-    def export_counters(self) -> dict[str, object]:
-        """Every series' lifetime totals and every source's counters, for the state dir."""
+    def counters(self) -> tuple[list[tuple[SeriesKey, Totals, dict[str, int]]], tuple[SourceSnapshot, ...]]:
+        """Every series' lifetime totals and formats, and every source, for the state dir."""
         self.complete()
         with self._lock:
-            series = [series_json(s.key, s.lifetime, s.variants) for s in self._series.values()]
-            sources = [source_json(known.snapshot(upstream)) for upstream, known in self._upstreams.items()]
-        return {"series": series, "sources": sources}
+            series = [(s.key, s.lifetime, dict(s.variants)) for s in self._series.values()]
+            return series, tuple(known.snapshot(upstream) for upstream, known in self._upstreams.items())
 
-    def import_counters(self, saved: Mapping[str, object]) -> int:
-        """Continue the counters of an earlier run, so Prometheus sees no reset; returns series restored."""
-        restored = 0
+    def restore_series(self, key: SeriesKey, lifetime: Totals, variants: Mapping[str, int]) -> None:
+        """Continue a series' counters from an earlier run, so Prometheus sees no reset."""
         with self._lock:
             self.version += 1
-            for entry in entries(saved, "series"):
-                try:
-                    key, totals = SeriesKey(**entry["key"]), totals_from_json(entry["totals"])
-                except (TypeError, KeyError):
-                    continue
-                series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
-                series.lifetime = totals
-                series.variants.update(counts_from_json(entry.get("variants", {})))
-                self._series[key] = series
-                restored += 1
-            for entry in entries(saved, "sources"):
-                if isinstance(entry, dict) and "upstream" in entry:
-                    known = self._upstream(entry["upstream"], entry.get("kind", "log"))
-                    self._upstreams[entry["upstream"]] = dataclasses.replace(known, counts=restore_counts(known.counts, entry))
-        return restored
+            series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
+            series.lifetime = lifetime
+            series.variants.update(variants)
+            self._series[key] = series
+
+    def restore_counts(self, upstream: str, kind: str, saved: SourceCounts) -> None:
+        """Continue a source's counters from an earlier run."""
+        with self._lock:
+            self.version += 1
+            known = self._upstream(upstream, kind)
+            self._upstreams[upstream] = dataclasses.replace(known, counts=known.counts.continued(saved))
 
     def _config_of(self, upstream: str) -> SpecConfig:
         """An upstream's config; what it does not say it borrows from its pairs (a target has no method)."""

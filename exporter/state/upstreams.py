@@ -57,6 +57,12 @@ class SourceCounts:
         return dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
 
 
+    def continued(self, saved: SourceCounts) -> SourceCounts:
+        """These counts continuing those an earlier run saved (the state dir's, read at start)."""
+        return dataclasses.replace(self, lines=saved.lines, spec_lines=saved.spec_lines, resets=saved.resets,
+                                   problems=added(self.problems, saved.problems), variants=added(self.variants, saved.variants))
+
+
 def added(counts: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]:
     """Two name → count mappings summed, the first's names first (a new dict: records stay immutable)."""
     total = dict(counts)
