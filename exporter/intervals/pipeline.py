@@ -108,7 +108,8 @@ class LogPipeline:
             if outcome.interval is not None and outcome.interval.logged_at is not None:
                 logged = outcome.interval.logged_at
         if count:
-            sink.count_read(upstream, ReadCounts(count, spec, problems, variants, read_at, logged, interpreter.restarts, self._zone(read_at)))
+            sink.count_read(upstream, ReadCounts(lines=count, spec_lines=spec, problems=problems, variants=variants, read_at=read_at, logged=logged,
+                                                 restarts=interpreter.restarts, zone=self._zone(read_at)))
         return count
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
@@ -117,8 +118,8 @@ class LogPipeline:
 
         result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
         if count:
-            counts = ReadCounts(count, result.spec_lines, result.problems, result.variants, read_at, result.last_logged(), self.interpreter.restarts,
-                                self._zone(read_at))
+            counts = ReadCounts(lines=count, spec_lines=result.spec_lines, problems=result.problems, variants=result.variants, read_at=read_at,
+                                logged=result.last_logged(), restarts=self.interpreter.restarts, zone=self._zone(read_at))
             self.sink.count_read(self.upstream, counts)
         return count
 

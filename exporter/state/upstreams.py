@@ -35,27 +35,23 @@ class SourceCounts:
 
     def plus(self, read: ReadCounts, kind: str) -> SourceCounts:
         """These counts with one read added (pure: the store swaps the record under its lock)."""
-        changes: dict[str, object] = {}
-        if read.zone is not None:
-            changes["log_zone"], changes["log_utc_offset"], changes["log_zone_from"] = read.zone
-        if read.lines or read.spec_lines:
-            changes["lines"], changes["spec_lines"] = self.lines + read.lines, self.spec_lines + read.spec_lines
-        if read.problems:
-            changes["problems"] = added(self.problems, read.problems)
-        if read.variants:
-            changes["variants"] = added(self.variants, read.variants)
-        if read.read_at is not None:
-            changes["last_success"] = read.read_at
-            if read.spec_lines:
-                changes["last_spec_line"] = read.read_at
-        if read.logged is not None:
-            changes["last_spec_line_logged"] = read.logged
+        zone = read.zone or (self.log_zone, self.log_utc_offset, self.log_zone_from)
+        resets = self.resets
         if read.restarts is not None:
             # a scrape's count is its deltas' own since the sidecar started; a log's never goes below
             # what the state dir restored (both as they were before the split)
-            changes["resets"] = read.restarts if kind == RESTARTS_FROM_RESETS else max(self.resets, read.restarts)
-        return dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
-
+            resets = read.restarts if kind == RESTARTS_FROM_RESETS else max(self.resets, read.restarts)
+        return SourceCounts(
+            lines=self.lines + read.lines,
+            spec_lines=self.spec_lines + read.spec_lines,
+            problems=added(self.problems, read.problems) if read.problems else self.problems,
+            variants=added(self.variants, read.variants) if read.variants else self.variants,
+            last_success=self.last_success if read.read_at is None else read.read_at,
+            last_spec_line=read.read_at if read.read_at is not None and read.spec_lines else self.last_spec_line,
+            last_spec_line_logged=self.last_spec_line_logged if read.logged is None else read.logged,
+            resets=resets,
+            log_zone=zone[0], log_utc_offset=zone[1], log_zone_from=zone[2],
+        )
 
     def continued(self, saved: SourceCounts) -> SourceCounts:
         """These counts continuing those an earlier run saved (the state dir's, read at start)."""
