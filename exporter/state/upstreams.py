@@ -69,6 +69,8 @@ def added(counts: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class Upstream:
+    """One upstream in the store: its kind (fixed by whoever names it first), health and counts."""
+
     kind: str
     health: SourceHealth | None = None  # None: no source has posted (a pipeline fed directly: analyze, tests)
     counts: SourceCounts = field(default_factory=SourceCounts)
