@@ -5,8 +5,7 @@ source → RawLine → parse → ParsedSpecLine / EngineMarker / SpecConfig → 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -135,39 +134,47 @@ class ParseProblem:
     text: str = field(repr=False, default="")
 
 
-@dataclass
-class SourceStats:
-    """Health and counters of one upstream (a log path, or stdin)."""
+@dataclass(frozen=True, slots=True)
+class SourceHealth:
+    """Whether one upstream can be read: what its source (sources/) last said, posted whole.
 
-    kind: str = "log"
+    Only the source that reads an upstream writes this (a HealthBoard's `post_health`); what the
+    lines or bodies it read contained is the interval stage's ReadCounts."""
+
     up: bool = False
+    rotations: int = 0  # a followed file's
+    truncations: int = 0
+    too_long: int = 0  # lines over the cap dropped, by the source's line buffers and its consumer's, since start
+    failures: Mapping[str, int] = field(default_factory=dict)  # scrapes that failed, by reason, since start
+    last_error: str | None = None
+    scrape_duration: float | None = None
+    extra_labels: Mapping[str, str] = field(default_factory=dict)  # from a file_sd targets file
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCounts:
+    """What the interval stage made of one read of an upstream (a block of lines, one scraped body):
+    added to the upstream's counts by the store (a RecordSink's `count_read`), nowhere else."""
+
     lines: int = 0
     spec_lines: int = 0
-    problems: Counter[str] = field(default_factory=Counter)
-    variants: Counter[str] = field(default_factory=Counter)
-    rotations: int = 0
-    truncations: int = 0
-    last_success: float | None = None
-    last_spec_line: float | None = None
-    last_spec_line_logged: float | None = None  # that line's own time: how far behind the live edge the source reads
-    resets: int = 0  # counter resets (server restarts) seen
-    scrape_duration: float | None = None
-    last_error: str | None = None
-    extra_labels: dict[str, str] = field(default_factory=dict)  # from a file_sd targets file
-    log_zone: str | None = None  # the zone its local stamps are read in (intervals/clock.py); None: not a log
-    log_utc_offset: float | None = None  # that zone's offset now, seconds east of UTC; None: not known yet
-    log_zone_from: str | None = None  # flag, file (mtime against the last line), arrival, assumed, not yet learned
+    problems: Mapping[str, int] = field(default_factory=dict)
+    variants: Mapping[str, int] = field(default_factory=dict)
+    read_at: float | None = None  # when it was read (None: nothing was, e.g. only the zone is told)
+    logged: float | None = None  # the own time of its last interval; None: none known
+    restarts: int | None = None  # server restarts seen so far (a log's startups, a scrape's counter resets)
+    zone: tuple[str, float | None, str] | None = None  # the zone a log's local stamps are read in, its offset, whence
 
 
 class HealthBoard(Protocol):
     """Where a source posts the health of its upstreams (the store, wired up by the CLI)."""
 
-    def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None: ...
+    def post_health(self, upstream: str, health: SourceHealth, kind: str = "log") -> None: ...
 
     def forget(self, upstream: str) -> None: ...
 
 
-class RecordSink(HealthBoard, Protocol):
+class RecordSink(Protocol):
     """Where the interval stage hands its records: the store, which an earlier stage never imports."""
 
     def record_interval(self, interval: Interval) -> None: ...
@@ -175,3 +182,5 @@ class RecordSink(HealthBoard, Protocol):
     def record_sample(self, sample: SampledValues) -> None: ...
 
     def record_config(self, upstream: str, config: SpecConfig) -> None: ...
+
+    def count_read(self, upstream: str, counts: ReadCounts, kind: str = "log") -> None: ...

@@ -22,6 +22,7 @@ from exporter.judge.memory import health_memory
 from exporter.simulate.longlog import LongLog, Phase
 from exporter.simulate.scenarios import SCENARIOS
 from exporter.sources.logsource import LogSource
+from exporter.state.persist import counters_json, memories_json
 from exporter.state.reference import ReferenceRule
 from exporter.state.store import Store
 
@@ -84,8 +85,8 @@ def test_a_catch_up_through_the_batch_path_ends_as_streaming_does(tmp_path, monk
     monkeypatch.setattr(batch, "interpret_block", counted)
     batched = follow(parts, log, batch_path=True)
     assert len(blocks) == 4  # 300 KB, 400 KB, and the rest in two reads (1 MiB, 0.4 MB); the small pieces streamed
-    assert batched.export_counters() == streamed.export_counters()
-    assert batched.export_memories() == streamed.export_memories()
+    assert counters_json(batched) == counters_json(streamed)
+    assert memories_json(batched) == memories_json(streamed)
     renders = [MetricsRenderer(store, DeriveSettings()).render() for store in (batched, streamed)]
     assert renders[0] == renders[1]
     labels = f'engine="0",model_name="llama-3.1-8b",source="log",state="degraded",upstream="{log}"'

@@ -132,14 +132,14 @@ def _minute(key: Any, end: float, accepted: int = 900) -> Any:
 def test_a_restart_begins_a_period_where_the_source_can_tell(source, restart):
     """A scrape tells a restart by its counters resetting; a log by its startup lines (a scrape's
     config comes with every /version, so for a scrape it says nothing)."""
-    from exporter.records import SeriesKey, SpecConfig
+    from exporter.records import ReadCounts, SeriesKey, SpecConfig
 
     store = Store({"5m": 300.0}, health=health_memory(DeriveSettings(), ReferenceRule(min_drafts=100), 300.0))
     key = SeriesKey("http://127.0.0.1:8000/metrics" if source == "metrics" else "vllm.log", "m", "0", source)
     for minute in range(1, 11):
         store.record_interval(_minute(key, START + 60 * minute))
     if restart == "reset":
-        store.update_source(key.upstream, lambda stats: setattr(stats, "resets", 1), kind="metrics")
+        store.count_read(key.upstream, ReadCounts(restarts=1), kind="metrics")
     else:
         store.record_config(key.upstream, SpecConfig(method="eagle3", num_speculative_tokens=4))
     for minute in range(11, 21):
@@ -149,3 +149,21 @@ def test_a_restart_begins_a_period_where_the_source_can_tell(source, restart):
     assert series["current_period"]["began_by"] == ("restart" if told else "first_traffic")
     assert series["current_period"]["drafts"] == (10_000 if told else 20_000)
     assert [p["drafts"] for p in series["earlier_periods"]] == ([10_000] if told else [])
+
+
+def test_metrics_give_no_k_advice_from_a_failing_curve(tmp_path):
+    """/metrics' recommended k is advice too: there while the drafter is healthy, absent from every
+    window while it is degraded or broken (the status's k, if any, is the reference's)."""
+    from exporter import metric_names as names
+    from exporter.expose.metrics import MetricsRenderer
+
+    def rendered(phases: list[Phase], hours: float, name: str) -> str:
+        path, end, settings = write(tmp_path, phases, hours, name), START + hours * HOUR, DeriveSettings()
+        store = Store({"5m": 300.0, "1h": HOUR}, clock=lambda: end, health=health_memory(settings, ReferenceRule(), 300.0))
+        LogPipeline(store, path, clock="log", year_reference=end).consume(Path(path).read_text().splitlines(), read_at=START)
+        return MetricsRenderer(store, settings).render()
+
+    gauge = names.RECOMMENDED_K.name + "{"
+    assert gauge in rendered([Phase(0, HEALTHY)], 3, "healthy.log")
+    broken = rendered([Phase(0, BROKEN)], 6, "broken.log")
+    assert 'state="broken"' in broken and gauge not in broken

@@ -11,7 +11,7 @@ from exporter.config import DeriveSettings
 from exporter.expose.labels import MAX_LABEL_LENGTH, clean
 from exporter.expose.metrics import MetricsRenderer
 from exporter.intervals.pipeline import LogPipeline
-from exporter.records import Interval, SeriesKey, SourceStats
+from exporter.records import Interval, ReadCounts, SeriesKey, SourceHealth
 from exporter.state.store import Store
 
 SGLANG = [
@@ -70,10 +70,8 @@ def test_a_source_down_past_the_grace_period_exports_no_stale_gauges():
     key = SeriesKey("http://t/metrics", "m", "0", "metrics")
     store.record_interval(Interval(key=key, end=1000.0, draft_tokens=400, accepted_tokens=200, drafts=100, accepted_per_position=(120, 80), k=2))
 
-    def went_down(stats: SourceStats) -> None:
-        stats.up, stats.last_success = False, 1000.0
-
-    store.update_source("http://t/metrics", went_down, kind="metrics")
+    store.post_health("http://t/metrics", SourceHealth(up=False), kind="metrics")
+    store.count_read("http://t/metrics", ReadCounts(read_at=1000.0), kind="metrics")
     registry = registry_for(store, DeriveSettings(stale_after=300.0))
     labels = {"upstream": "http://t/metrics", "model_name": "m", "engine": "0", "source": "metrics", "window": "1h"}
     clock.now = 1200.0  # down, but within the grace period

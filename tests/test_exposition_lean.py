@@ -22,7 +22,7 @@ from exporter.expose.metrics import MetricsRenderer
 from exporter.expose.refresh import Refresher
 from exporter.judge.memory import health_memory
 from exporter.judge.verdict import STATES
-from exporter.records import Interval, SeriesKey, SpecConfig
+from exporter.records import Interval, ReadCounts, SeriesKey, SourceHealth, SpecConfig
 from exporter.state.reference import ReferenceRule
 from exporter.state.store import Store
 
@@ -48,7 +48,7 @@ def _store(k: int, plugin: bool = False, series: int = 1) -> Store:
         upstream = f"http://127.0.0.1:{9000 + n}/metrics"
         key = SeriesKey(upstream, "m", "0", "plugin" if plugin else "metrics")
         store.record_config(upstream, SpecConfig(method="eagle3", num_speculative_tokens=k))
-        store.update_source(upstream, lambda stats: setattr(stats, "up", True), kind="metrics")
+        store.post_health(upstream, SourceHealth(up=True), kind="metrics")
         for step in range(3):
             store.record_interval(_interval(key, k, 9_990.0 + 5 * step, plugin))
     return store
@@ -157,10 +157,10 @@ def _apply(store: Store, clock: Clock, update: tuple) -> None:  # type: ignore[t
     key = SeriesKey(upstream, "m", "0", "log")
     if update[0] == "interval":
         store.record_interval(_interval(key, update[2], clock.now, plugin=update[1] % 2 == 0, scale=update[3]))
-        store.update_source(upstream, lambda stats: setattr(stats, "last_success", clock.now))
+        store.count_read(upstream, ReadCounts(read_at=clock.now))
     elif update[0] in ("source_down", "source_up"):
         up = update[0] == "source_up"
-        store.update_source(upstream, lambda stats: setattr(stats, "up", up))
+        store.post_health(upstream, SourceHealth(up=up))
     elif update[0] == "config":
         store.record_config(upstream, SpecConfig(method="draft_model", num_speculative_tokens=update[2]))
     elif update[0] == "forget":
@@ -196,7 +196,7 @@ def test_unchanged_store_keeps_the_generation_and_a_change_bumps_it():
     first = renderer.render_bytes(gzip=True)
     generation = renderer.generation
     assert renderer.render_bytes(gzip=True) is first and renderer.generation == generation
-    store.update_source("http://127.0.0.1:9001/metrics", lambda stats: setattr(stats, "up", False), kind="metrics")
+    store.post_health("http://127.0.0.1:9001/metrics", SourceHealth(up=False), kind="metrics")
     assert renderer.render_bytes(gzip=True) != first and renderer.generation == generation + 1
 
 
@@ -204,7 +204,7 @@ def test_unchanged_store_keeps_the_generation_and_a_change_bumps_it():
 
 
 def _down(store: Store, n: int) -> None:
-    store.update_source(f"http://127.0.0.1:{9000 + n}/metrics", lambda stats: setattr(stats, "up", False), kind="metrics")
+    store.post_health(f"http://127.0.0.1:{9000 + n}/metrics", SourceHealth(up=False), kind="metrics")
 
 
 def test_a_young_body_is_sent_as_built_and_an_old_one_is_rebuilt():

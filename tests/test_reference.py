@@ -19,7 +19,7 @@ from exporter.judge.status import snapshot_report
 from exporter.report.analyze import AnalyzeOptions, analyze
 from exporter.simulate.longlog import LongLog, Phase
 from exporter.simulate.scenarios import SCENARIOS
-from exporter.state.persist import StateKeeper
+from exporter.state.persist import StateKeeper, restore_memories
 from exporter.state.reference import ReferenceRule
 from exporter.state.store import Store
 
@@ -223,7 +223,7 @@ def test_a_memory_survives_its_json_and_a_broken_entry_is_skipped():
     assert memory.spans == ((START + 20, START + 50, "broken"),)
     assert memory_from_json(memory_json(memory)) == memory
     store = Store(health=health_memory(DeriveSettings(), rule, WINDOW))
-    assert store.import_memories([{"key": {"upstream": "u"}}, {"key": {"upstream": "u", "model_name": "m", "engine": "0", "source": "log"}}]) == 1
+    assert restore_memories(store, [{"key": {"upstream": "u"}}, {"key": {"upstream": "u", "model_name": "m", "engine": "0", "source": "log"}}]) == 1
 
 
 def test_the_gauges_show_since_when_and_the_frozen_reference(tmp_path):

@@ -22,7 +22,7 @@ SCRAPE_MODULES = ("sources/scrape.py", "intervals/scrapes.py")
 # call → which of its positional arguments is a problem reason
 REASON_CALLS = {"SpecLineError": 0, "RecordError": 0, "ScrapeFailure": 0, "count_problem": 0, "ParseProblem": 1, "_problem": 1,
                 "_failed": 1, "_count": 1}  # _count(result.problems, reason, mask): intervals/batch.py
-REASON_CONSTANTS = {"TRUNCATED", "UNRESOLVED"}
+REASON_CONSTANTS = {"TRUNCATED", "UNRESOLVED", "TOO_LONG"}
 
 
 def _strings(node: ast.AST) -> set[str]:
@@ -57,6 +57,10 @@ def _written(tree: ast.AST) -> tuple[set[str], set[str]]:
                     reasons |= _strings(keyword.value.elts[0])
                 if keyword.arg == "kind":
                     kinds |= _strings(keyword.value)
+                if keyword.arg == "problems" and isinstance(keyword.value, ast.IfExp | ast.Dict):  # ReadCounts(problems={reason: n} …)
+                    for dict_node in (keyword.value.body, keyword.value.orelse) if isinstance(keyword.value, ast.IfExp) else (keyword.value,):
+                        if isinstance(dict_node, ast.Dict):
+                            reasons |= set().union(*(_strings(key) for key in dict_node.keys if key is not None))
         elif isinstance(node, ast.Subscript) and _is_problems(node.value):
             reasons |= _strings(node.slice)
         elif isinstance(node, ast.Assign | ast.AnnAssign):

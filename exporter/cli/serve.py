@@ -47,8 +47,7 @@ def build_app(settings: Settings, security: WebSecurity | None = None) -> FastAP
     """The sidecar as an ASGI app (its services — sources, state keeper — start with the app's lifespan)."""
     rule = ReferenceRule.of(settings.reference_hold, settings.reference_window, settings.reference_min_drafts, settings.reference_recovery)
     judged = settings.windows.get(settings.derive.health_window) or parse_duration(settings.derive.health_window)
-    store = Store(settings.windows, max_series=settings.max_series, health=health_memory(settings.derive, rule, judged))
-    store.pairs = list(settings.pairs)
+    store = Store(settings.windows, max_series=settings.max_series, health=health_memory(settings.derive, rule, judged), pairs=settings.pairs)
     services: list[Service] = []
     zone = parse_zone(settings.log_timezone) if settings.log_timezone else None
     pipelines = pipelines_into(store, model_name=settings.model_name, max_line_bytes=settings.max_line_bytes, zone=zone)

@@ -14,27 +14,34 @@ from typing import Any
 from exporter.config import DeriveSettings
 from exporter.judge.status import memory_fields
 from exporter.state.reference import SpecIdentity
-from exporter.state.store import AcknowledgeError, Store
+from exporter.state.store import AcknowledgeError, CannotAcknowledge, NoSuchSeries, Store
 
 log = logging.getLogger(__name__)
 
 FILTERS = ("model_name", "engine", "upstream", "source")
 
 
+class BadBody(AcknowledgeError):
+    """The request's body is not an acknowledgement."""
+
+
+STATUS = {BadBody: 400, NoSuchSeries: 404, CannotAcknowledge: 409}  # what each refusal is in HTTP
+
+
 def _text(value: Any, name: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise AcknowledgeError(400, f"{name}: expected a string, got {value!r}")
+    raise BadBody(f"{name}: expected a string, got {value!r}")
 
 
 def _identity(config: Any) -> SpecIdentity | None:
     if config is None:
         return None
     if not isinstance(config, dict) or set(config) - {"method", "num_speculative_tokens", "draft_model"}:
-        raise AcknowledgeError(400, "config: expected an object of method, num_speculative_tokens, draft_model")
+        raise BadBody("config: expected an object of method, num_speculative_tokens, draft_model")
     k = config.get("num_speculative_tokens")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise AcknowledgeError(400, f"config.num_speculative_tokens: expected a positive integer, got {k!r}")
+        raise BadBody(f"config.num_speculative_tokens: expected a positive integer, got {k!r}")
     return SpecIdentity(_text(config.get("method"), "config.method"), k, _text(config.get("draft_model"), "config.draft_model"))
 
 
@@ -42,17 +49,18 @@ def acknowledge(store: Store, settings: DeriveSettings, body: Any, who: str) -> 
     """(HTTP status, JSON answer) for one acknowledgement request."""
     try:
         if not isinstance(body, dict):
-            raise AcknowledgeError(400, 'expected a JSON object like {"model_name": "my-model", "engine": "0"}')
+            raise BadBody('expected a JSON object like {"model_name": "my-model", "engine": "0"}')
         unknown = set(body) - {*FILTERS, "config"}
         if unknown:
-            raise AcknowledgeError(400, f"unknown field(s) {sorted(unknown)}; known: {[*FILTERS, 'config']}")
+            raise BadBody(f"unknown field(s) {sorted(unknown)}; known: {[*FILTERS, 'config']}")
         match = {name: _text(body.get(name), name) for name in FILTERS}
         if not match["model_name"]:
-            raise AcknowledgeError(400, "model_name is required")
+            raise BadBody("model_name is required")
         keys = store.acknowledge(match, _identity(body.get("config")))
     except AcknowledgeError as error:
-        log.warning("acknowledgement refused by=%s status=%d: %s", who, error.status, error)
-        return error.status, {"error": str(error)}
+        status = STATUS[type(error)]
+        log.warning("acknowledgement refused by=%s status=%d: %s", who, status, error)
+        return status, {"error": str(error)}
     snapshot = {s.key: s for s in store.snapshot().series}
     answer = []
     for key in keys:

@@ -34,6 +34,7 @@ from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import derive
 from exporter.judge.verdict import STATES
 from exporter.records import SeriesKey
+from exporter.state.reference import UNHEALTHY
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot
 from exporter.state.store import Store
 
@@ -112,14 +113,17 @@ class Collector:
         self, series: SeriesSnapshot, labels: list[str], windows: list[str], judged: str, exposed: list[str], add: Add, info: Info
     ) -> None:
         cost = self.settings.cost_for(series.config.method, series.key.model_name)
+        # only the judged window needs a baseline and a verdict; the others just derive
+        verdict = assess(series, self.settings, judged) if judged in windows else None
+        # while the drafter fails, no window's curve gives k advice: the fix is the drafter (the status's is the reference's)
+        advise = verdict is None or verdict.verdict.state not in UNHEALTHY
         for name in windows:
             if name != judged and name not in exposed:
                 continue
-            # only the judged window needs a baseline and a verdict; the others just derive
-            assessment = assess(series, self.settings, name) if name == judged else None
+            assessment = verdict if name == judged else None
             derived = assessment.derived if assessment else derive(series.windows[name], cost)
             if derived is not None and name in exposed:
-                window_gauges(derived, [*labels, name], add, self.exposition)
+                window_gauges(derived, [*labels, name], add, self.exposition, advise=advise)
             if assessment is not None:
                 state = assessment.verdict.state
                 for candidate in STATES:

@@ -120,7 +120,8 @@ def speedup_candidates(derived: Derived, every: bool) -> list[int]:
     return sorted(k for k in chosen if k is not None and 0 <= k < len(derived.speedup))
 
 
-def window_gauges(derived: Derived, w: list[str], add: Add, exposition: ExpositionSettings) -> None:
+def window_gauges(derived: Derived, w: list[str], add: Add, exposition: ExpositionSettings, *, advise: bool = True) -> None:
+    """A window's gauges; the recommended k only where `advise` (never from a degraded or broken drafter's curve)."""
     if derived.draft_acceptance_ratio is not None:
         add(names.DRAFT_ACCEPTANCE_RATIO, w, derived.draft_acceptance_ratio)
     if derived.seconds:
@@ -136,7 +137,7 @@ def window_gauges(derived: Derived, w: list[str], add: Add, exposition: Expositi
         for position, conditional in enumerate(derived.conditional_acceptance):
             if conditional is not None:
                 add(names.POSITION_CONDITIONAL, [*w, str(position)], conditional)
-    if derived.recommended_speculative_tokens is not None:
+    if advise and derived.recommended_speculative_tokens is not None:
         add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)
     for k in speedup_candidates(derived, exposition.speedup_all):
         add(names.EXPECTED_SPEEDUP, [*w, str(k)], derived.speedup[k])

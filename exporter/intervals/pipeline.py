@@ -16,7 +16,7 @@ from exporter.intervals.from_log import LogInterpreter
 from exporter.parse.container import FrameDecoder, FramingError, detect_format
 from exporter.parse.envelope import parse_envelope
 from exporter.parse.scan import LineScanner, might_matter
-from exporter.records import RawLine, RecordSink, SourceStats
+from exporter.records import RawLine, ReadCounts, RecordSink
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer, split_lines
 
 BATCH_BLOCK_BYTES = 256 << 10  # a block this large is a catch-up (live following reads a few lines at a time)
@@ -54,7 +54,7 @@ class LogPipeline:
         # Both paths give the same Intervals (tests/test_batch_equivalence.py, tests/test_catchup.py).
         self.batch = batch
         self._zoned = source_kind == "log"  # plugin records carry exact times: no zone to show
-        sink.update_source(upstream, lambda stats: _write_zone(stats, self._zone(None)), kind=source_kind)
+        sink.count_read(upstream, ReadCounts(zone=self._zone(None)), kind=source_kind)
 
     def consume_block(self, block: bytes, read_at: float) -> int:
         """Process a block of complete lines (joined by b"\\n") read at `read_at`; return its line count."""
@@ -76,8 +76,9 @@ class LogPipeline:
 
     @property
     def too_long(self) -> int:
-        """Lines over the cap dropped here (the line buffers count the ones they cut off themselves)."""
-        return self.scanner.too_long + self._split_too_long
+        """Lines over the cap dropped here (a followed file's line buffer counts the ones it cut off
+        itself); the source that feeds this pipeline posts them with its health."""
+        return self.buffer.too_long + self.scanner.too_long + self._split_too_long
 
     def consume(self, lines: Sequence[str], read_at: float) -> int:
         """Process physical lines read at `read_at`; return how many were read."""
@@ -107,7 +108,8 @@ class LogPipeline:
             if outcome.interval is not None and outcome.interval.logged_at is not None:
                 logged = outcome.interval.logged_at
         if count:
-            sink.update_source(upstream, _add(count, spec, problems, variants, read_at, logged, interpreter.restarts, self._zone(read_at)))
+            sink.count_read(upstream, ReadCounts(lines=count, spec_lines=spec, problems=problems, variants=variants, read_at=read_at, logged=logged,
+                                                 restarts=interpreter.restarts, zone=self._zone(read_at)))
         return count
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
@@ -116,9 +118,9 @@ class LogPipeline:
 
         result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
         if count:
-            update = _add(count, result.spec_lines, result.problems, result.variants, read_at, result.last_logged(), self.interpreter.restarts,
-                          self._zone(read_at))
-            self.sink.update_source(self.upstream, update)
+            counts = ReadCounts(lines=count, spec_lines=result.spec_lines, problems=result.problems, variants=result.variants, read_at=read_at,
+                                logged=result.last_logged(), restarts=self.interpreter.restarts, zone=self._zone(read_at))
+            self.sink.count_read(self.upstream, counts)
         return count
 
     def consume_bytes(self, chunk: bytes, read_at: float) -> int:
@@ -127,11 +129,10 @@ class LogPipeline:
         return 0 if block is None else self.consume_block(block, read_at)
 
     def finish(self, read_at: float) -> None:
-        """The input ended: its unfinished last line counts, and so do over-long lines skipped."""
+        """The input ended: its unfinished last line counts (over-long lines skipped: `too_long`)."""
         block = self.buffer.flush()
         if block is not None:
             self.consume_block(block, read_at)
-        self.count_problem("line_too_long", self.buffer.too_long + self.too_long)
 
     def learn_config(self, lines: Iterable[str]) -> None:
         """Take only the speculative config from `lines` (the head of a file joined mid-run)."""
@@ -158,49 +159,15 @@ class LogPipeline:
         else:
             self.clock.year_reference = modified
         zone = self._zone(modified)
-        self.sink.update_source(self.upstream, lambda stats: _write_zone(stats, zone))
+        self.sink.count_read(self.upstream, ReadCounts(zone=zone))
 
     def _zone(self, at: float | None) -> tuple[str, float | None, str] | None:
         """The zone the clock reads local stamps in, with its offset at `at`, for the source's status."""
         return self.clock.status(at) if self._zoned else None
 
-    def count_problem(self, reason: str, n: int = 1) -> None:
-        if n:
-            self.sink.update_source(self.upstream, lambda stats: stats.problems.update({reason: n}))
-
     def file_replaced(self) -> None:
         """A new file took the path's place: its framing is detected afresh."""
         self.decoder.reset()
-
-
-def _add(
-    count: int, spec: int, problems: Counter[str], variants: Counter[str], read_at: float, logged: float | None, restarts: int,
-    zone: tuple[str, float | None, str] | None,
-) -> Callable[[SourceStats], None]:
-    """What the lines of one block add to their upstream's counts, the own time of its last interval
-    (`logged`, None: none known) and the zone its clock reads them in."""
-
-    def update(stats: SourceStats) -> None:
-        _write_zone(stats, zone)
-        stats.up = True  # lines were just read from it (the source says when it is gone)
-        stats.resets = max(stats.resets, restarts)
-        stats.lines += count
-        stats.spec_lines += spec
-        stats.problems.update(problems)
-        stats.variants.update(variants)
-        stats.last_success = read_at
-        if spec:
-            stats.last_spec_line = read_at
-        if logged is not None:
-            stats.last_spec_line_logged = logged
-
-    return update
-
-
-def _write_zone(stats: SourceStats, zone: tuple[str, float | None, str] | None) -> None:
-    """The one writer of a log source's zone fields (None: a plugin source, which has no zone)."""
-    if zone is not None:
-        stats.log_zone, stats.log_utc_offset, stats.log_zone_from = zone
 
 
 def pipelines_into(

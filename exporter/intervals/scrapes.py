@@ -14,18 +14,17 @@ from typing import Any
 
 from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.parse.exposition import DRAINED_COUNTERS_DETAIL, DRAINED_DETAIL, ExpositionError, ExpositionSnapshot, looks_drained, parse_exposition
-from exporter.records import RecordSink, SampledValues, SeriesKey, SpecConfig
+from exporter.records import ReadCounts, RecordSink, SampledValues, SeriesKey, SpecConfig
 from exporter.sources.scrape import SOURCE_KIND
 
 
 @dataclass(frozen=True, slots=True)
 class ScrapeResult:
-    """One body's outcome: a failure reason (the target is down), or what to post as its health."""
+    """One body's outcome for the source: a failure reason (the target is down), or what to do next
+    (what the body counted is posted to the sink here: `count_read`)."""
 
     failure: tuple[str, str] | None = None  # (reason, detail): unparsable, no_spec_families
-    variant: str = "unknown"  # the engine whose /metrics this is
-    resets: int = 0  # counter resets seen so far
-    invalid: int = 0  # values in this body that could not be counts
+    resets: int = 0  # counter resets seen so far (as posted with its counts)
     wants_version: bool = False  # a vLLM that (re)started: ask its /version, then call set_version
     stop: bool = False  # never fetch this target again: reading it does harm (a drained endpoint)
 
@@ -94,9 +93,11 @@ class ScrapeInterpreter:
             target.version_for_reset = deltas.resets
         else:
             self.sink.record_config(url, _config(snapshot, target.version))
-        return ScrapeResult(
-            variant=snapshot.engine_kind or "unknown", resets=deltas.resets, invalid=deltas.invalid - invalid_before, wants_version=wants_version
-        )
+        invalid = deltas.invalid - invalid_before  # values in this body that could not be counts
+        counts = ReadCounts(problems={"invalid_values": invalid} if invalid else {}, variants={snapshot.engine_kind or "unknown": 1},
+                            read_at=now, restarts=deltas.resets)  # restarts: counter resets seen so far
+        self.sink.count_read(url, counts, kind=SOURCE_KIND)
+        return ScrapeResult(resets=deltas.resets, wants_version=wants_version)
 
     def set_version(self, url: str, version: str | None) -> None:
         """The answer of the target's `/version` (None: no answer); completes the body just accepted."""

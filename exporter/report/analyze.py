@@ -25,6 +25,7 @@ from exporter.intervals.clock import LogZone, year_unknown_reason
 from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
+from exporter.records import SourceHealth
 from exporter.state.reference import ReferenceRule
 from exporter.state.snapshot import Snapshot, merged
 from exporter.state.store import Store
@@ -150,7 +151,7 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bo
                     bar.update(now - position)
                     position = now
             pipeline.finish(read_at)
-        store.update_source(path, lambda stats: setattr(stats, "up", True))
+        store.post_health(path, SourceHealth(up=True, too_long=pipeline.too_long))  # analyze is this file's source
     interpreter = pipeline.interpreter
     if interpreter.unstamped:
         return f"{interpreter.unstamped} spec lines carry no time stamp (message-only lines): their times are when they were read", True

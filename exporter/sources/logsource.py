@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from exporter.config import LogFormat
-from exporter.records import HealthBoard, SourceStats
+from exporter.records import HealthBoard, SourceHealth
 from exporter.sources.consumer import LogConsumer, LogConsumerFactory
 from exporter.sources.ledger import Ledger
 from exporter.sources.logfile import FollowedFile
@@ -90,7 +90,7 @@ class LogSource:
         self._restored: dict[str, FilePosition] = {}
         self._after_pass: Callable[[], None] | None = None
         self._globs = {pattern for pattern in self.patterns if _has_magic(pattern)}
-        self._posted: dict[str, tuple[bool, int, int, int]] = {}  # the health last posted per upstream
+        self._posted: dict[str, SourceHealth] = {}  # the health last posted per upstream
         self.defer = defer
         self._pending: list[tuple[LogConsumer, bytes | None, float]] = []  # (consumer, block or None: file replaced, read at)
         self._pending_bytes = 0
@@ -227,14 +227,12 @@ class LogSource:
     def _complete(self) -> None:
         """Consume the queue in order, then post health (the caller holds the queue's lock)."""
         items, self._pending, self._pending_bytes = self._pending, [], 0
-        fed: set[str] = set()
         for pipeline, block, read_at in items:
             if block is None:
                 pipeline.file_replaced()
             else:
                 pipeline.consume_block(block, read_at)
-                fed.add(pipeline.upstream)
-        self._report(fed)
+        self._report()
 
     def _follow(self, path: str, pattern: str, plugin_dir: str | None = None) -> tuple[FollowedFile, LogConsumer]:
         resume = self._restored.pop(path, None)
@@ -277,14 +275,13 @@ class LogSource:
         if tail:
             pipeline.learn_written(tail if stat.st_size <= ZONE_TAIL_BYTES else tail.split(b"\n", 1)[-1], stat.st_mtime)
 
-    def _report(self, fed: set[str]) -> None:
+    def _report(self) -> None:
         """Post each upstream's health once, summed over its files — when it may have changed.
 
         A plugin directory is one upstream of several record files: posting file by file, the last
-        file's counts would hide a rotation or a missing file seen in another. A health equal to the
-        one posted last is posted again only if lines were read for a missing file (reading them
-        marks the upstream up); no other writer changes these fields, and most passes skip the
-        store's lock.
+        file's counts would hide a rotation or a missing file seen in another. No other writer
+        changes an upstream's health, so one equal to the one posted last is not posted again: most
+        passes skip the store's lock.
         """
         by_upstream: dict[str, list[tuple[FollowedFile, LogConsumer]]] = {}
         for followed, pipeline in self._files.values():
@@ -294,19 +291,9 @@ class LogSource:
             rotations = sum(followed.counters.rotations for followed, _ in members)
             truncations = sum(followed.counters.truncations for followed, _ in members)
             too_long = sum(followed.buffer.too_long + pipeline.too_long for followed, pipeline in members)
-            health = (up, rotations, truncations, too_long)
-            if health == self._posted.get(upstream) and (up or upstream not in fed):
+            health = SourceHealth(up=up, rotations=rotations, truncations=truncations, too_long=too_long)
+            if health == self._posted.get(upstream):
                 continue
             self._posted[upstream] = health
-            self.health.update_source(upstream, _health(up, rotations, truncations, too_long))
+            self.health.post_health(upstream, health)
 
-
-def _health(up: bool, rotations: int, truncations: int, too_long: int) -> Callable[[SourceStats], None]:
-    def update(stats: SourceStats) -> None:
-        stats.up = up
-        stats.rotations = rotations
-        stats.truncations = truncations
-        if too_long:
-            stats.problems["line_too_long"] = too_long
-
-    return update

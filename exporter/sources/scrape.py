@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from exporter import __version__
-from exporter.records import HealthBoard, SourceStats
+from exporter.records import HealthBoard, SourceHealth
 from exporter.sources.targets import Target, TargetsFile
 from exporter.vocabulary import ScrapeProblem, SourceKind
 
@@ -52,12 +52,6 @@ class ScrapeOutcome(Protocol):
 
     @property
     def failure(self) -> tuple[str, str] | None: ...
-    @property
-    def variant(self) -> str: ...
-    @property
-    def resets(self) -> int: ...
-    @property
-    def invalid(self) -> int: ...
     @property
     def wants_version(self) -> bool: ...
     @property
@@ -109,6 +103,7 @@ class ScrapeSource:
         self._stopped: set[str] = set()  # targets never fetched again (ScrapeOutcome.stop)
         self._tls: ssl.SSLContext | None = None  # built once: each client would load the CA bundle again
         self._thread: threading.Thread | None = None
+        self._posted: dict[str, SourceHealth] = {}  # the health last posted per target: its failures add up here
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._after_cycle: Callable[[], None] | None = None
@@ -208,6 +203,7 @@ class ScrapeSource:
                 continue
             del self._labels[url], self._departed[url]
             self.consumer.forget(url)
+            self._posted.pop(url, None)
             self.health.forget(url)  # left the targets file for good: no longer ours to report
             log.info("target left the targets file, its series retired target=%s", url)
         for url in [url for url in self._clients if url not in wanted and url not in self._inflight]:
@@ -264,7 +260,7 @@ class ScrapeSource:
             return
         if outcome.wants_version:
             self.consumer.set_version(target.url, await self._version(client, target.url))
-        self._succeeded(target.url, outcome, now, time.monotonic() - started)
+        self._succeeded(target.url, time.monotonic() - started)
 
     async def _fetch(self, client: httpx.AsyncClient, url: str, max_bytes: int | None = None) -> str:
         """The body of a 200 answer, at most `max_bytes` (default: the /metrics cap) after decoding."""
@@ -307,32 +303,19 @@ class ScrapeSource:
 
     def _failed(self, url: str, reason: str, detail: str, duration: float) -> None:
         log.debug("scrape failed target=%s reason=%s detail=%s", url, reason, detail)
-        labels = self._labels.get(url, {})
+        last = self._posted.get(url, SourceHealth())
+        failures = {**last.failures, reason: last.failures.get(reason, 0) + 1}
+        self._post(url, SourceHealth(up=False, failures=failures, last_error=f"{reason}: {detail}", scrape_duration=duration,
+                                     extra_labels=self._labels.get(url, {})))
 
-        def update(stats: SourceStats) -> None:
-            stats.up = False
-            stats.problems[reason] += 1
-            stats.last_error = f"{reason}: {detail}"
-            stats.scrape_duration = duration
-            stats.extra_labels = labels
+    def _succeeded(self, url: str, duration: float) -> None:
+        """Up (what the body counted, the interval stage posts: ScrapeInterpreter)."""
+        last = self._posted.get(url, SourceHealth())
+        self._post(url, SourceHealth(up=True, failures=last.failures, scrape_duration=duration, extra_labels=self._labels.get(url, {})))
 
-        self.health.update_source(url, update, kind=SOURCE_KIND)
-
-    def _succeeded(self, url: str, outcome: ScrapeOutcome, now: float, duration: float) -> None:
-        labels = self._labels.get(url, {})
-
-        def update(stats: SourceStats) -> None:
-            stats.up = True
-            stats.last_success = now
-            stats.scrape_duration = duration
-            stats.resets = outcome.resets
-            stats.last_error = None
-            stats.extra_labels = labels
-            stats.variants[outcome.variant] += 1
-            if outcome.invalid:
-                stats.problems["invalid_values"] += outcome.invalid
-
-        self.health.update_source(url, update, kind=SOURCE_KIND)
+    def _post(self, url: str, health: SourceHealth) -> None:
+        self._posted[url] = health
+        self.health.post_health(url, health, kind=SOURCE_KIND)
 
     async def _version(self, client: httpx.AsyncClient, url: str) -> str | None:
         """vLLM's `GET /version` on the target's own host and port."""

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from exporter.config import LogFormat
-from exporter.records import HealthBoard, SourceStats
+from exporter.records import HealthBoard, SourceHealth
 from exporter.sources.consumer import LogConsumerFactory
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class StdinSource:
         self.on_end: Callable[[], None] | None = None  # the state keeper saves the counters of a finished input
 
     def start(self) -> None:
-        self._set_up(True)
+        self.health.post_health(STDIN_UPSTREAM, SourceHealth(up=True))
         self._thread = threading.Thread(target=self._run, name="stdin-source", daemon=True)
         self._thread.start()
 
@@ -56,14 +56,8 @@ class StdinSource:
         except OSError as error:
             log.warning("cannot read standard input error=%s", error)
         self.pipeline.finish(self.wall())
-        self._set_up(False)
+        self.health.post_health(STDIN_UPSTREAM, SourceHealth(up=False, too_long=self.pipeline.too_long))
         self.finished.set()
         log.info("standard input ended")
         if self.on_end is not None:
             self.on_end()
-
-    def _set_up(self, up: bool) -> None:
-        def update(stats: SourceStats) -> None:
-            stats.up = up
-
-        self.health.update_source(STDIN_UPSTREAM, update)

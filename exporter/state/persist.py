@@ -28,11 +28,14 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from exporter.config import ConfigError
+from exporter.records import SeriesKey
+from exporter.state.reference import memory_from_json, memory_json
+from exporter.state.saved import counts_from_json, entries, key_json, saved_counts, series_json, source_json, totals_from_json
 from exporter.state.store import Store
 
 log = logging.getLogger(__name__)
@@ -99,6 +102,49 @@ def lock(directory: str) -> int:
     return fd
 
 
+def counters_json(store: Store) -> dict[str, object]:
+    """Every series' lifetime totals and every source's counters, as the state file keeps them."""
+    series, sources = store.counters()
+    return {"series": [series_json(key, lifetime, variants) for key, lifetime, variants in series],
+            "sources": [source_json(source) for source in sources]}
+
+
+def restore_counters(store: Store, saved: Mapping[str, object]) -> int:
+    """Continue the counters of an earlier run, so Prometheus sees no reset; returns series restored."""
+    restored = 0
+    for entry in entries(saved, "series"):
+        try:
+            key, totals = SeriesKey(**entry["key"]), totals_from_json(entry["totals"])
+        except (TypeError, KeyError):
+            continue
+        store.restore_series(key, totals, counts_from_json(entry.get("variants", {})))
+        restored += 1
+    for entry in entries(saved, "sources"):
+        if isinstance(entry, dict) and "upstream" in entry:
+            store.restore_counts(entry["upstream"], entry.get("kind", "log"), saved_counts(entry))
+    return restored
+
+
+def memories_json(store: Store) -> list[dict[str, object]]:
+    """Each series' references and health history, as the references file keeps them."""
+    return [{"key": key_json(key), **memory_json(memory)} for key, memory in store.memories()]
+
+
+def restore_memories(store: Store, saved: list[Any]) -> int:
+    """Restore references saved by an earlier run (applied when each series reappears)."""
+    restored = 0
+    for entry in saved:
+        try:
+            key = SeriesKey(**entry["key"])
+            memory = memory_from_json(entry)
+        except (TypeError, KeyError, ValueError, AttributeError):
+            log.warning("a saved reference could not be read and is ignored")
+            continue
+        store.restore_memory(key, memory)
+        restored += 1
+    return restored
+
+
 class PositionSource(Protocol):
     def positions(self) -> list[dict[str, Any]]: ...
     def restore(self, positions: list[dict[str, Any]]) -> None: ...
@@ -139,9 +185,9 @@ class StateKeeper:
         if not isinstance(saved_counters, dict):  # a hand-edited file: start afresh, never a crash loop
             log.warning("saved counters unusable, starting them from zero dir=%s", directory)
             saved_counters = {}
-        counters = store.import_counters(saved_counters)  # first: it recreates the series
+        counters = restore_counters(store, saved_counters)  # first: it recreates the series
         saved_references = load(directory, REFERENCES).get("references", [])
-        references = store.import_memories(saved_references if isinstance(saved_references, list) else [])
+        references = restore_memories(store, saved_references if isinstance(saved_references, list) else [])
         if logs is not None:
             logs.restore(state.get("files", []))
             logs.on_pass(self._after_pass)
@@ -188,7 +234,7 @@ class StateKeeper:
     def save(self, references: bool = True) -> None:
         with self._lock, self.scrapes.lock if self.scrapes is not None else contextlib.nullcontext():
             # one snapshot: no scrape turns into intervals between the counters and the baselines
-            state: dict[str, Any] = {"counters": self.store.export_counters()}
+            state: dict[str, Any] = {"counters": counters_json(self.store)}
             if self.scrapes is not None:
                 state["scrapes"] = self.scrapes.baselines()
             if self.logs is not None:
@@ -196,7 +242,7 @@ class StateKeeper:
             try:
                 save(self.directory, state)
                 if references:
-                    save(self.directory, {"references": self.store.export_memories()}, REFERENCES)
+                    save(self.directory, {"references": memories_json(self.store)}, REFERENCES)
                     self._last_references = time.monotonic()
                     self._references_at = self.store.memories_at()
             except OSError as error:

@@ -9,7 +9,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.records import SeriesKey, SourceStats
+from exporter.records import SeriesKey
+from exporter.state.snapshot import SourceSnapshot
+from exporter.state.upstreams import SourceCounts
 from exporter.state.window import Totals, totals_json
 
 log = logging.getLogger(__name__)
@@ -21,7 +23,7 @@ def key_json(key: SeriesKey) -> dict[str, str]:
     return {"upstream": key.upstream, "model_name": key.model_name, "engine": key.engine, "source": key.source}
 
 
-def series_json(key: SeriesKey, lifetime: Totals, variants: Counter[str]) -> dict[str, object]:
+def series_json(key: SeriesKey, lifetime: Totals, variants: Mapping[str, int]) -> dict[str, object]:
     return {"key": key_json(key), "totals": totals_json(lifetime), "variants": dict(variants)}
 
 
@@ -65,22 +67,23 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def source_json(upstream: str, stats: SourceStats) -> dict[str, object]:
-    return {"upstream": upstream, "kind": stats.kind, "lines": stats.lines, "spec_lines": stats.spec_lines,
-            "problems": dict(stats.problems), "variants": dict(stats.variants), "resets": stats.resets}
+def source_json(source: SourceSnapshot) -> dict[str, object]:
+    return {"upstream": source.upstream, "kind": source.kind, "lines": source.lines, "spec_lines": source.spec_lines,
+            "problems": dict(source.problems), "variants": dict(source.variants), "resets": source.resets}
 
 
-def restore_source(stats: SourceStats, entry: Mapping[str, Any]) -> None:
-    """Continue a source's counters; a field of the wrong type starts from zero, said in the log."""
-    for name in ("lines", "spec_lines", "resets"):
+def saved_counts(entry: Mapping[str, Any]) -> SourceCounts:
+    """A source's saved counters; a field of the wrong type starts from zero, said in the log."""
+    kept = {"lines": 0, "spec_lines": 0, "resets": 0}
+    for name in kept:
         value = entry.get(name, 0)
         if _count(value):
-            setattr(stats, name, value)
+            kept[name] = value
         else:
             log.warning("saved source counter unusable, starting it from zero upstream=%s field=%s value=%.100r",
                         entry.get("upstream"), name, value)
-    stats.problems.update(counts_from_json(entry.get("problems", {})))
-    stats.variants.update(counts_from_json(entry.get("variants", {})))
+    return SourceCounts(lines=kept["lines"], spec_lines=kept["spec_lines"], resets=kept["resets"],
+                        problems=counts_from_json(entry.get("problems", {})), variants=counts_from_json(entry.get("variants", {})))
 
 
 def entries(saved: Mapping[str, object], name: str) -> list[Any]:

@@ -13,40 +13,44 @@ the time of each read (the same unix-time axis, so a backlog's last minutes are 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from exporter.records import Interval, SampledValues, SeriesKey, SourceStats, SpecConfig
+from exporter.records import Interval, ReadCounts, SampledValues, SeriesKey, SourceHealth, SpecConfig
 from exporter.state.health import HealthMemory, key_text
-from exporter.state.reference import SeriesMemory, SpecIdentity, memory_from_json, memory_json, restarted
-from exporter.state.saved import counts_from_json, entries, key_json, restore_source, series_json, source_json, totals_from_json
+from exporter.state.reference import SeriesMemory, SpecIdentity, restarted
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
+from exporter.state.upstreams import RESTARTS_FROM_RESETS, SourceCounts, Upstream
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
 
-__all__ = ["AcknowledgeError", "HealthMemory", "Store"]
+__all__ = ["AcknowledgeError", "CannotAcknowledge", "HealthMemory", "NoSuchSeries", "Store"]
 
 log = logging.getLogger(__name__)
 MAX_RUNS = 8  # runs of one series kept for the report (a config change starts one; the oldest go)
 
 RESTARTS_FROM_CONFIG = ("log", "plugin")  # sources whose config records are startup lines
-RESTARTS_FROM_RESETS = "metrics"  # a scrape source: a restart shows as counters that reset
 
 
 class AcknowledgeError(ValueError):
-    """An acknowledgement that names no series, or a config the series does not run; nothing changed."""
+    """An acknowledgement refused; nothing changed (expose/ says what that is in HTTP)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+
+class NoSuchSeries(AcknowledgeError):
+    """The filter matches no series."""
+
+
+class CannotAcknowledge(AcknowledgeError):
+    """A matching series runs another config than the one stated, or the store keeps no references."""
 
 
 class _Series:
@@ -80,6 +84,7 @@ class Store:
         max_series: int = 1000,
         clock: Callable[[], float] = time.time,  # the wall: reads, series eviction (see the module's docstring)
         health: HealthMemory | None = None,
+        pairs: Iterable[tuple[str, str]] = (),
     ) -> None:
         self.health = health
         self._judged_seconds = health.window_seconds if health else 0.0
@@ -89,13 +94,18 @@ class Store:
         self._lock = threading.Lock()
         self._series: dict[SeriesKey, _Series] = {}
         self._configs: dict[str, SpecConfig] = {}
-        self._sources: dict[str, SourceStats] = {}
+        self._upstreams: dict[str, Upstream] = {}
         self._samples: dict[SeriesKey, SampledValues] = {}
         self.series_dropped = 0
         self.version = 0  # bumped by every write: readers that cache (the /metrics body) know when to look again
-        self.pairs: list[tuple[str, str]] = []  # upstreams that are the same server (log, target, plugin dir)
+        self._pairs = tuple(pairs)
         self._restored: dict[SeriesKey, SeriesMemory] = {}  # saved memories of series not seen yet
         self._before_read: list[Callable[[], None]] = []
+
+    @property
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """Upstreams that are the same server (log, target, plugin dir): fixed when the store is made."""
+        return self._pairs
 
     def _series_of(self, key: SeriesKey) -> _Series:
         series = self._series.get(key)
@@ -158,15 +168,15 @@ class Store:
         self.complete()
         with self._lock:
             if self.health is None:
-                raise AcknowledgeError(409, "this sidecar keeps no references to acknowledge")
+                raise CannotAcknowledge("this sidecar keeps no references to acknowledge")
             chosen = [s for s in self._series.values() if all(v is None or getattr(s.key, k) == v for k, v in match.items())]
             wanted = ", ".join(f"{k}={v}" for k, v in match.items() if v is not None)
             if not chosen:
                 known = sorted({f"{s.key.model_name} (engine {s.key.engine}, {s.key.source}, {s.key.upstream})" for s in self._series.values()})
-                raise AcknowledgeError(404, f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
+                raise NoSuchSeries(f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
             for s in chosen:
                 if identity is not None and s.memory.identity.conflicts(identity):
-                    raise AcknowledgeError(409, f"{key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
+                    raise CannotAcknowledge(f"{key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
             for s in chosen:
                 self.health.acknowledge(s, self._config_of(s.key.upstream), s.memory.last_at if s.memory.last_at is not None else self.clock())
             self.version += 1
@@ -192,7 +202,7 @@ class Store:
                 del self._series[key]
             for key in [key for key in self._samples if key.upstream == upstream]:
                 del self._samples[key]
-            self._sources.pop(upstream, None)
+            self._upstreams.pop(upstream, None)
             self._configs.pop(upstream, None)
 
     def record_config(self, upstream: str, config: SpecConfig) -> None:
@@ -206,18 +216,25 @@ class Store:
                 if series.key.upstream == upstream and series.key.source in RESTARTS_FROM_CONFIG and series.last_update:
                     series.memory = restarted(series.memory)
 
-    def update_source(self, upstream: str, update: Callable[[SourceStats], None], kind: str = "log") -> None:
-        """Apply `update` to the upstream's stats under the lock. A scrape that saw the counters
-        reset is a restart: the target's series begin a new period (a log's restarts come with its
-        startup lines, record_config)."""
+    def _upstream(self, upstream: str, kind: str) -> Upstream:
+        return self._upstreams.get(upstream) or Upstream(kind)
+
+    def post_health(self, upstream: str, health: SourceHealth, kind: str = "log") -> None:
+        """The source's word on its upstream, replacing its last (the one writer of SourceHealth)."""
         with self._lock:
             self.version += 1
-            stats = self._sources.get(upstream)
-            if stats is None:
-                stats = self._sources[upstream] = SourceStats(kind=kind)
-            resets = stats.resets
-            update(stats)
-            if stats.resets > resets and kind == RESTARTS_FROM_RESETS:
+            self._upstreams[upstream] = dataclasses.replace(self._upstream(upstream, kind), health=health)
+
+    def count_read(self, upstream: str, counts: ReadCounts, kind: str = "log") -> None:
+        """Add what the interval stage made of one read (the one writer of the counts). A scrape that
+        saw the counters reset is a restart: the target's series begin a new period (a log's restarts
+        come with its startup lines, record_config)."""
+        with self._lock:
+            self.version += 1
+            known = self._upstream(upstream, kind)
+            now = known.counts.plus(counts, kind)
+            self._upstreams[upstream] = dataclasses.replace(known, counts=now)
+            if now.resets > known.counts.resets and kind == RESTARTS_FROM_RESETS:
                 for series in self._series.values():
                     if series.key.upstream == upstream and series.key.source == RESTARTS_FROM_RESETS and series.last_update:
                         series.memory = restarted(series.memory)
@@ -244,41 +261,17 @@ class Store:
                 )
                 for s in sorted(self._series.values(), key=lambda s: series_order(s.key))
             )
-            sources = tuple(
-                SourceSnapshot(
-                    upstream=upstream,
-                    kind=stats.kind,
-                    up=stats.up,
-                    lines=stats.lines,
-                    spec_lines=stats.spec_lines,
-                    problems=dict(stats.problems),
-                    variants=dict(stats.variants),
-                    rotations=stats.rotations,
-                    truncations=stats.truncations,
-                    last_success=stats.last_success,
-                    last_spec_line=stats.last_spec_line,
-                    resets=stats.resets,
-                    scrape_duration=stats.scrape_duration,
-                    last_error=stats.last_error,
-                    extra_labels=dict(stats.extra_labels),
-                    last_spec_line_logged=stats.last_spec_line_logged,
-                    log_zone=stats.log_zone,
-                    log_utc_offset=stats.log_utc_offset,
-                    log_zone_from=stats.log_zone_from,
-                )
-                for upstream, stats in sorted(self._sources.items())
-            )
+            sources = tuple(known.snapshot(upstream) for upstream, known in sorted(self._upstreams.items()))
             samples = tuple(sorted(self._samples.values(), key=lambda s: series_order(s.key)))
             return Snapshot(taken_at=now, series=series, sources=sources, series_dropped=self.series_dropped, samples=samples,
                             window_seconds=self.window_seconds)
 
-    def export_memories(self) -> list[dict[str, object]]:
-        """Each series' references and health history, for the state dir."""
+    def memories(self) -> list[tuple[SeriesKey, SeriesMemory]]:
+        """Each series' references and health history (those of series not seen yet last), for the state dir."""
         self.complete()
         with self._lock:
-            live = [{"key": key_json(s.key), **memory_json(s.memory)} for s in self._series.values() if s.memory.last_at is not None]
-            waiting = [{"key": key_json(key), **memory_json(memory)} for key, memory in self._restored.items()]
-            return [*live, *waiting]
+            live = [(s.key, s.memory) for s in self._series.values() if s.memory.last_at is not None]
+            return [*live, *self._restored.items()]
 
     def memories_at(self) -> float | None:
         """The latest interval any series' memory has seen, on the series' own clock (a catch-up moves
@@ -286,58 +279,43 @@ class Store:
         with self._lock:
             return max((s.memory.last_at for s in self._series.values() if s.memory.last_at is not None), default=None)
 
-    def import_memories(self, entries: list[Any]) -> int:
-        """Restore references saved by an earlier run (applied when each series reappears)."""
-        restored = 0
+    def restore_memory(self, key: SeriesKey, memory: SeriesMemory) -> None:
+        """A memory saved by an earlier run: the series' now, or when the series reappears."""
         with self._lock:
             self.version += 1
-            for entry in entries:
-                try:
-                    key = SeriesKey(**entry["key"])
-                    memory = memory_from_json(entry)
-                except (TypeError, KeyError, ValueError, AttributeError):
-                    log.warning("a saved reference could not be read and is ignored")
-                    continue
-                series = self._series.get(key)
-                if series is not None:
-                    series.memory = memory
-                else:
-                    self._restored[key] = memory
-                restored += 1
-        return restored
+            series = self._series.get(key)
+            if series is not None:
+                series.memory = memory
+            else:
+                self._restored[key] = memory
 
-    def export_counters(self) -> dict[str, object]:
-        """Every series' lifetime totals and every source's counters, for the state dir."""
+    def counters(self) -> tuple[list[tuple[SeriesKey, Totals, dict[str, int]]], tuple[SourceSnapshot, ...]]:
+        """Every series' lifetime totals and formats, and every source, for the state dir."""
         self.complete()
         with self._lock:
-            series = [series_json(s.key, s.lifetime, s.variants) for s in self._series.values()]
-            sources = [source_json(upstream, stats) for upstream, stats in self._sources.items()]
-        return {"series": series, "sources": sources}
+            series = [(s.key, s.lifetime, dict(s.variants)) for s in self._series.values()]
+            return series, tuple(known.snapshot(upstream) for upstream, known in self._upstreams.items())
 
-    def import_counters(self, saved: Mapping[str, object]) -> int:
-        """Continue the counters of an earlier run, so Prometheus sees no reset; returns series restored."""
-        restored = 0
+    def restore_series(self, key: SeriesKey, lifetime: Totals, variants: Mapping[str, int]) -> None:
+        """Continue a series' counters from an earlier run, so Prometheus sees no reset."""
         with self._lock:
             self.version += 1
-            for entry in entries(saved, "series"):
-                try:
-                    key, totals = SeriesKey(**entry["key"]), totals_from_json(entry["totals"])
-                except (TypeError, KeyError):
-                    continue
-                series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
-                series.lifetime = totals
-                series.variants.update(counts_from_json(entry.get("variants", {})))
-                self._series[key] = series
-                restored += 1
-            for entry in entries(saved, "sources"):
-                if isinstance(entry, dict) and "upstream" in entry:
-                    restore_source(self._sources.setdefault(entry["upstream"], SourceStats(kind=entry.get("kind", "log"))), entry)
-        return restored
+            series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
+            series.lifetime = lifetime
+            series.variants.update(variants)
+            self._series[key] = series
+
+    def restore_counts(self, upstream: str, kind: str, saved: SourceCounts) -> None:
+        """Continue a source's counters from an earlier run."""
+        with self._lock:
+            self.version += 1
+            known = self._upstream(upstream, kind)
+            self._upstreams[upstream] = dataclasses.replace(known, counts=known.counts.continued(saved))
 
     def _config_of(self, upstream: str) -> SpecConfig:
         """An upstream's config; what it does not say it borrows from its pairs (a target has no method)."""
         config = self._configs.get(upstream, SpecConfig())
-        for first, second in self.pairs:
+        for first, second in self._pairs:
             partner = second if first == upstream else first if second == upstream else None
             if partner is not None:
                 config = self._configs.get(partner, SpecConfig()).merged(config)
