@@ -23,7 +23,10 @@ from exporter.intervals.batch_reconstruct import reconstruct_many
 from exporter.intervals.batch_times import log_times
 from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.columns import ColumnSink, IntervalColumns
-from exporter.intervals.from_log import RATE_TOLERANCE_PERCENT, LineOutcome, LogInterpreter
+from exporter.intervals.from_log import LogInterpreter
+from exporter.intervals.from_vllm import inconsistent_counts
+from exporter.intervals.log_state import LogState
+from exporter.intervals.outcome import LineOutcome
 from exporter.intervals.reconstruct import reconstruct
 from exporter.parse.vllm_block import V1E as VARIANT
 from exporter.parse.vllm_block import BlockLines, scan_block
@@ -71,10 +74,10 @@ def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: floa
     return result
 
 
-def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, lines: BlockLines) -> None:
-    """One run of plain Engine / V1-e lines: what LogInterpreter._spec does to each, on arrays."""
+def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockLines) -> None:
+    """One run of plain Engine / V1-e lines: what from_vllm.VllmSpecReader.read does to each, on arrays, moving the same LogState."""
     spec = lines.spec
-    engines = _engines(interpreter, lines.pid, lines.engine)
+    engines = _engines(state, lines.pid, lines.engine)
     n_spec = int(spec.sum())
     if not n_spec:
         return
@@ -85,8 +88,7 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     mean_length, printed, throughput_value = lines.mean[where], lines.percent[where], lines.throughput[where]
     empty = drafted == 0  # a `nan%` line: nothing was drafted
     with np.errstate(divide="ignore", invalid="ignore"):
-        disagrees = ~np.isnan(printed) & (np.abs(100.0 * accepted / drafted - printed) > RATE_TOLERANCE_PERCENT)
-    inconsistent = ~empty & ((accepted > drafted) | disagrees)
+        inconsistent = ~empty & inconsistent_counts(accepted, drafted, printed)  # from_vllm's check, on arrays
     _count(result.problems, "inconsistent_counts", inconsistent)
     _count(result.variants, VARIANT, empty)
     used = np.flatnonzero(~empty & ~inconsistent)
@@ -114,24 +116,24 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     if not len(kept):
         return
     drafts, low, high, positions = drafts[ok], low[ok], high[ok], positions[ok]
-    if interpreter.draft_length().fixed:  # from_log: D = T/k closes the range when reconstruct chose T/k
+    if state.draft_length().fixed:  # from_vllm: D = T/k closes the range when reconstruct chose T/k
         pinned = (drafted[kept] % ks[kept] == 0) & (drafts == drafted[kept] // ks[kept])
         low, high = np.where(pinned, drafts, low), np.where(pinned, drafts, high)
-    logged, ends = _times(interpreter.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
+    logged, ends = _times(state.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
     placed = ~np.isnan(ends)  # analyze cannot place a stamp it cannot resolve; serve places it at arrival
-    _count(result.problems, UNRESOLVED, np.isnan(logged) if interpreter.clock.local_known else ~placed)  # counted either way, as from_log
+    _count(result.problems, UNRESOLVED, np.isnan(logged) if state.clock.local_known else ~placed)  # counted either way, as from_log
     _count(result.variants, VARIANT, placed)
     if not placed.all():
         kept, drafts, low, high, positions, logged, ends = (column[placed] for column in (kept, drafts, low, high, positions, logged, ends))
         if not len(kept):
             return
-    if interpreter.clock.mode == "log" and len(logged):
-        interpreter.saw_undated(float(np.nanmax(logged)))
+    if state.clock.mode == "log" and len(logged):
+        state.saw_undated(float(np.nanmax(logged)))
     for name in dict.fromkeys(engines[kept].tolist()):
         mine = np.flatnonzero(engines[kept] == name)
-        key = interpreter.series(name)
+        key = state.series(name)
         rows = kept[mine]
-        previous = interpreter.advance(key, float(ends[mine][-1]))
+        previous = state.advance(key, float(ends[mine][-1]))
         starts = np.concatenate(([np.nan if previous is None else previous], ends[mine][:-1]))
         result.items.append(IntervalColumns.build(
             key=key, variant=VARIANT, ends=ends[mine], starts=starts, logged=logged[mine], accepted=accepted[rows], draft_tokens=drafted[rows],
@@ -154,14 +156,14 @@ def _count(counter: Counter[str], name: str, mask: np.ndarray) -> None:
         counter[name] += n
 
 
-def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -> np.ndarray:
-    """Each line's engine: the last `Engine NNN:` line of its pid before it (else what the interpreter knew)."""
+def _engines(state: LogState, pid: np.ndarray, engine: np.ndarray) -> np.ndarray:
+    """Each line's engine: the last `Engine NNN:` line of its pid before it (else what the state knew)."""
     names = np.empty(len(pid), dtype=object)
     for process in np.unique(pid).tolist():
         key = None if process < 0 else process
         mine = np.flatnonzero(pid == process)
         marks = np.flatnonzero(engine[mine] >= 0)
-        before = interpreter.engine_of(key)
+        before = state.engine_of(key)
         if not len(marks):
             names[mine] = before
             continue
@@ -170,7 +172,7 @@ def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -
         codes = np.concatenate(([0], which.reshape(-1) + 1))
         # the number of marker lines at or before each line picks its engine (0: the one before the segment)
         names[mine] = table[codes[np.searchsorted(marks, np.arange(len(mine)), side="right")]]
-        interpreter.set_engine(key, str(table[codes[-1]]))
+        state.set_engine(key, str(table[codes[-1]]))
     return names
 
 
