@@ -9,7 +9,7 @@ the bulk of any vLLM log — and everything else, which LogInterpreter.feed hand
 order, so the state it keeps (engine per pid, the config, V0 baselines) is always current.
 A run of the first kind between two others is one segment: its numbers are arrays, the checks
 the streaming path makes (rate vs counts, A ≤ T, T = 0) become masks, D and A_i come from
-batch_reconstruct, and each series' part of the segment becomes one IntervalColumns.
+reconstruct.reconstruct_many, and each series' part of the segment becomes one IntervalColumns.
 """
 
 from __future__ import annotations
@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from exporter.intervals.batch_reconstruct import reconstruct_many
-from exporter.intervals.batch_times import log_times
-from exporter.intervals.clock import UNRESOLVED, LogClock
+from exporter.intervals.clock import UNRESOLVED, LogClock, resolve_local_many
 from exporter.intervals.columns import ColumnSink, IntervalColumns
 from exporter.intervals.from_log import LogInterpreter
 from exporter.intervals.from_vllm import inconsistent_counts
 from exporter.intervals.log_state import LogState
 from exporter.intervals.outcome import LineOutcome
-from exporter.intervals.reconstruct import reconstruct
+from exporter.intervals.reconstruct import reconstruct, reconstruct_many
 from exporter.parse.vllm_block import V1E as VARIANT
 from exporter.parse.vllm_block import BlockLines, scan_block
 from exporter.records import RawLine, RecordSink
@@ -145,7 +143,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
 def _times(clock: LogClock, stamps: list[str], read_at: float) -> tuple[np.ndarray, np.ndarray]:
     """(each line's own time, the interval's time): the clock's per-line rule for a column (nan: none)."""
     clock.learn_live(stamps[0], read_at)  # as from_log: a line against its arrival, when nothing told the zone
-    logged = log_times(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
+    logged = resolve_local_many(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
     return logged, clock.place_many(logged, read_at)
 
 
