@@ -119,7 +119,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
         low, high = np.where(pinned, drafts, low), np.where(pinned, drafts, high)
     logged, ends = _times(state.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
     placed = ~np.isnan(ends)  # analyze cannot place a stamp it cannot resolve; serve places it at arrival
-    _count(result.problems, UNRESOLVED, np.isnan(logged) if state.clock.local_known else ~placed)  # counted either way, as from_log
+    _count(result.problems, UNRESOLVED, np.isnan(logged) if state.clock.local_known else ~placed)  # counted either way, as the line readers count it
     _count(result.variants, VARIANT, placed)
     if not placed.all():
         kept, drafts, low, high, positions, logged, ends = (column[placed] for column in (kept, drafts, low, high, positions, logged, ends))
@@ -142,7 +142,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
 
 def _times(clock: LogClock, stamps: list[str], read_at: float) -> tuple[np.ndarray, np.ndarray]:
     """(each line's own time, the interval's time): the clock's per-line rule for a column (nan: none)."""
-    clock.learn_live(stamps[0], read_at)  # as from_log: a line against its arrival, when nothing told the zone
+    clock.learn_live(stamps[0], read_at)  # as LogState.own_time: a line against its arrival, when nothing told the zone
     logged = resolve_local_many(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
     return logged, clock.place_many(logged, read_at)
 

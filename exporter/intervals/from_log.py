@@ -101,9 +101,9 @@ class LogInterpreter(LogState):
     def _configured(self, config: SpecConfig) -> LineOutcome:
         """Take what a startup line says. A startup line means a server (re)start: V0's cumulative
         counts begin again at zero, so the next V0 line counts from zero."""
-        self.config = self.config.merged(config)
+        merged = self.take_config(config)
         self._spec.v0.server_started()
-        return LineOutcome(config=self.config)
+        return LineOutcome(config=merged)
 
     def _collapsed(self, line: RawLine, records: list[str]) -> LineOutcome:
         """A physical line holding several records (the newlines were lost): each is read, and the

@@ -24,13 +24,13 @@ def read_plugin_record(state: LogState, line: RawLine) -> LineOutcome:
     except RecordError as error:
         return refused(state.upstream, line, error.reason)
     if isinstance(record, PluginConfig):
-        state.config = state.config.merged(
+        merged = state.take_config(
             SpecConfig(
                 method=record.method, num_speculative_tokens=record.num_speculative_tokens, draft_model=record.draft_model,
                 server_version=record.vllm_version, served_model_name=record.model_name, model=record.model,
             )
         )
-        return LineOutcome(config=state.config)
+        return LineOutcome(config=merged)
     if record is None:
         return NOTHING  # a record kind from a newer plugin: skipped, not an error
     own = state.own_time(line, exact=record.end)

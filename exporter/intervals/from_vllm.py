@@ -57,7 +57,7 @@ class VllmSpecReader:
             k_printed = parsed.num_speculative_tokens
             if k_printed and k_printed != state.config.num_speculative_tokens:
                 # V0 prints k on every line: another k is another server run, with its own reference
-                state.config = config = state.config.merged(SpecConfig(num_speculative_tokens=k_printed))
+                config = state.take_config(SpecConfig(num_speculative_tokens=k_printed))
             counts = self.v0.delta(pid, parsed)
             if counts is None:
                 return LineOutcome(config=config, spec_line=True, variant=parsed.variant)

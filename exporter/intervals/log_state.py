@@ -3,7 +3,7 @@
 The readers of a log's lines (from_vllm.py, from_plugin.py, from_sglang.py) and the block path
 (batch.py) move on one LogState, so a block read as columns leaves the same state as its lines read
 one by one. This is the contract between them; only its public methods change it:
-  * the speculative config and served model name from the startup lines (`config`, `series`);
+  * the speculative config and served model name from the startup lines (`take_config`, `series`);
   * which engine a V1 spec line belongs to — the `Engine 00N:` line that precedes it from the same
     pid (the spec line itself carries no engine index): `engine_of`, `set_engine`;
   * where each series' last interval ended (the next one's start): `advance`;
@@ -34,6 +34,11 @@ class LogState:
     unstamped: int = 0  # spec lines timed on arrival for want of a stamp of their own (clock="log": message-only lines)
     _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
     _last_end: dict[SeriesKey, float] = field(default_factory=dict)
+
+    def take_config(self, said: SpecConfig) -> SpecConfig:
+        """What a startup line (or the plugin's config record, or V0's k) says, merged into the config."""
+        self.config = self.config.merged(said)
+        return self.config
 
     def model(self, printed: str | None = None) -> str:
         """The series' model name: forced, else what the line prints, else what the startup lines said."""
