@@ -32,6 +32,8 @@ TWINS = (
          "test_batch_equivalence::test_reconstruct_many_equals_reconstruct_line_by_line"),
     Twin("exporter.intervals.clock:resolve_local", "exporter.intervals.clock:resolve_local_many",
          "test_clock::test_the_column_form_places_every_stamp_as_the_line_form_does"),
+    Twin("exporter.intervals.clock:LogClock.local", "exporter.intervals.clock:LogClock.local_many",
+         "test_batch_equivalence::test_batch_and_streaming_give_the_same_intervals"),  # resolve_local's pair, in the clock's modes
     Twin("exporter.intervals.clock:LogClock.place", "exporter.intervals.clock:LogClock.place_many",
          "test_clock::test_a_backlog_keeps_its_own_time_and_the_live_edge_takes_arrival"),
     # the line readers and the block path: the checks are one function (from_vllm.inconsistent_counts);

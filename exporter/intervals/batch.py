@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from exporter.intervals.clock import UNRESOLVED, LogClock, resolve_local_many
+from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.columns import ColumnSink, IntervalColumns
 from exporter.intervals.from_log import LogInterpreter
 from exporter.intervals.from_vllm import inconsistent_counts
@@ -143,7 +143,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
 def _times(clock: LogClock, stamps: list[str], read_at: float) -> tuple[np.ndarray, np.ndarray]:
     """(each line's own time, the interval's time): the clock's per-line rule for a column (nan: none)."""
     clock.learn_live(stamps[0], read_at)  # as LogState.own_time: a line against its arrival, when nothing told the zone
-    logged = resolve_local_many(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
+    logged = clock.local_many(stamps, read_at)
     return logged, clock.place_many(logged, read_at)
 
 

@@ -223,6 +223,14 @@ class LogClock:
             return None
         return resolve_local(month_day_time, self.year_reference_for(read_at), self.tz)
 
+    def local_many(self, stamps: list[str], read_at: float) -> np.ndarray:
+        """`local` for a column of stamps (nan: cannot be resolved, or serve does not know the zone)."""
+        import numpy as np  # only where blocks are batched
+
+        if not self.local_known:
+            return np.full(len(stamps), np.nan)
+        return resolve_local_many(stamps, self.year_reference_for(read_at), self.tz)
+
     def year_reference_for(self, read_at: float) -> float:
         """analyze: the file's modification time; serve: the arrival (a sidecar running over New Year
         must place January's lines in the new year, whenever it opened the file)."""
