@@ -31,7 +31,7 @@ from exporter.parse.vllm_log import (
     seen_line,
 )
 from exporter.plugin.records import MARKER_TEXT as PLUGIN_RECORD
-from exporter.records import ParseProblem, RawLine, SpecConfig
+from exporter.records import LogEnvelope, ParseProblem, RawLine, SpecConfig
 
 
 @dataclass
@@ -54,6 +54,7 @@ class LogInterpreter(LogState):
         self._spec.v0.joined_mid_run()
 
     def feed(self, line: RawLine) -> LineOutcome:
+        """The line's records, from the reader of what it is (a plugin record, collapsed records, SGLang, vLLM)."""
         text = line.text
         if not might_matter(text):
             return NOTHING
@@ -70,6 +71,10 @@ class LogInterpreter(LogState):
             envelope = parse_bare(text)
             if envelope is None:
                 return self._unenveloped(line)
+        return self._enveloped(line, envelope)
+
+    def _enveloped(self, line: RawLine, envelope: LogEnvelope) -> LineOutcome:
+        """A vLLM line (its envelope taken off): a spec line, an engine marker, a seen line, a startup line."""
         message = envelope.message
         try:
             parsed = parse_spec_message(message)
