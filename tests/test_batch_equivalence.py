@@ -27,10 +27,10 @@ from strategies import prefix_counts
 
 from exporter.config import DeriveSettings
 from exporter.intervals.batch import interpret_block
-from exporter.intervals.batch_reconstruct import reconstruct_many
 from exporter.intervals.clock import LogClock, LogZone
-from exporter.intervals.from_log import LineOutcome, LogInterpreter
-from exporter.intervals.reconstruct import reconstruct
+from exporter.intervals.from_log import LogInterpreter
+from exporter.intervals.outcome import LineOutcome
+from exporter.intervals.reconstruct import reconstruct, reconstruct_many
 from exporter.plugin.records import encode
 from exporter.records import RawLine
 from exporter.report.analyze import AnalyzeOptions, analyze

@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.intervals.batch import interpret_block
-from exporter.intervals.batch_times import log_times
-from exporter.intervals.clock import CATCH_UP_SECONDS, UNRESOLVED, LogClock, LogZone, parse_zone, resolve_local, zone_from
+from exporter.intervals.clock import CATCH_UP_SECONDS, UNRESOLVED, LogClock, LogZone, parse_zone, resolve_local, resolve_local_many, zone_from
 from exporter.intervals.from_log import LogInterpreter
 from exporter.intervals.pipeline import LogPipeline
 from exporter.records import RawLine
@@ -149,4 +148,4 @@ def test_the_column_form_places_every_stamp_as_the_line_form_does(offsets, tz):
     reference = datetime(2026, 11, 5, 12, tzinfo=UTC).timestamp()
     stamps = [datetime.fromtimestamp(reference - offset, tz or None).strftime("%m-%d %H:%M:%S") for offset in sorted(offsets)]
     expected = [resolve_local(stamp, reference, tz) for stamp in stamps]
-    assert log_times(stamps, reference, tz).tolist() == [np.nan if e is None else e for e in expected]
+    assert resolve_local_many(stamps, reference, tz).tolist() == [np.nan if e is None else e for e in expected]

@@ -21,7 +21,7 @@ DATA_PATH = ("sources", "parse", "intervals", "state", "judge", "expose", "repor
 SCRAPE_MODULES = ("sources/scrape.py", "intervals/scrapes.py")
 # call → which of its positional arguments is a problem reason
 REASON_CALLS = {"SpecLineError": 0, "RecordError": 0, "ScrapeFailure": 0, "count_problem": 0, "ParseProblem": 1, "_problem": 1,
-                "_failed": 1, "_count": 1}  # _count(result.problems, reason, mask): intervals/batch.py
+                "_failed": 1, "_count": 1, "refused": 2}  # _count(result.problems, reason, mask): intervals/batch.py; refused(upstream, line, reason): intervals/outcome.py
 REASON_CONSTANTS = {"TRUNCATED", "UNRESOLVED", "TOO_LONG"}
 
 

@@ -4,52 +4,31 @@
 following hands over a few lines at a time and keeps the streaming path (LogInterpreter.feed).
 Both give the same Intervals, field by field (tests/test_batch_equivalence.py).
 
-One regex pass over the joined block sorts its lines into three kinds:
-  * `Engine NNN:` lines and V1-e `SpecDecoding metrics:` lines with a plain envelope
-    (`(Proc pid=N) LEVEL MM-DD HH:MM:SS [file:line] `, no colour) — the bulk of any vLLM log —
-    and `Engine NNN: Iteration(…)` lines (vLLM ≥ 0.26 with iteration details), which are neither
-    an engine marker nor a spec line (vllm_log.parse_engine_marker) and are passed over;
-  * everything else — startup config, JSON records (0.32+), a VLLM_LOGGING_PREFIX before or
-    after the process prefix, V0 lines, `N Engines Aggregated:`, plugin records, colour, odd
-    lines — which
-    LogInterpreter.feed handles one by one, in order, so the state it keeps (engine per pid, the
-    config, V0 baselines) is always current.
-A run of the first kind between two others is one segment: its numbers become arrays, the checks
+parse/vllm_block.py's scanner sorts a block's lines into the plain `Engine NNN:` and V1-e lines —
+the bulk of any vLLM log — and everything else, which LogInterpreter.feed handles one by one, in
+order, so the state it keeps (engine per pid, the config, V0 baselines) is always current.
+A run of the first kind between two others is one segment: its numbers are arrays, the checks
 the streaming path makes (rate vs counts, A ≤ T, T = 0) become masks, D and A_i come from
-batch_reconstruct, and each series' part of the segment becomes one IntervalColumns.
+reconstruct.reconstruct_many, and each series' part of the segment becomes one IntervalColumns.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from exporter.intervals.batch_reconstruct import reconstruct_many
-from exporter.intervals.batch_times import log_times
 from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.columns import ColumnSink, IntervalColumns
-from exporter.intervals.from_log import RATE_TOLERANCE_PERCENT, LineOutcome, LogInterpreter
-from exporter.intervals.reconstruct import reconstruct
-from exporter.parse.envelope import may_hold_two_records
-from exporter.parse.vllm_log import PER_POSITION_KEY
+from exporter.intervals.from_log import LogInterpreter
+from exporter.intervals.from_vllm import inconsistent_counts
+from exporter.intervals.log_state import LogState
+from exporter.intervals.outcome import LineOutcome
+from exporter.intervals.reconstruct import reconstruct, reconstruct_many
+from exporter.parse.vllm_block import V1E as VARIANT
+from exporter.parse.vllm_block import BlockLines, scan_block
 from exporter.records import RawLine, RecordSink
-
-_NUM = r"(?:[0-9]+(?:\.[0-9]+)?|nan|inf)"
-_LINE = re.compile(
-    r"^(?:"
-    r"(?:\([A-Za-z0-9_]+ pid=([0-9]+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +([0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)? +"
-    r"\[?[A-Za-z0-9_./-]+?:[0-9]+\] "
-    r"(?:Engine ([0-9]+): (Iteration\()?.*|SpecDecoding metrics: "
-    rf"Mean acceptance length: ({_NUM}), Accepted throughput: ({_NUM}) tokens/s, "
-    rf"Drafted throughput: {_NUM} tokens/s, Accepted: ([0-9]{{1,15}}) tokens, Drafted: ([0-9]{{1,15}}) tokens, "
-    rf"{re.escape(PER_POSITION_KEY)}: ({_NUM}(?:, {_NUM})*), Avg Draft acceptance rate: ({_NUM})%)"
-    r"|.*)$",
-    re.MULTILINE | re.ASCII,
-)
-VARIANT = "V1-e"
 
 
 @dataclass
@@ -73,92 +52,16 @@ class BlockResult:
         return None
 
 
-@dataclass
-class _Lines:
-    """The fields of a block's lines as arrays (zeros where a line has no such field)."""
-
-    pid: np.ndarray  # -1: no process prefix
-    engine: np.ndarray  # the `Engine NNN:` number; -1: not a marker line
-    spec: np.ndarray  # a plain V1-e line
-    stamps: tuple[str, ...]
-    mean: np.ndarray
-    throughput: np.ndarray
-    accepted: np.ndarray
-    drafted: np.ndarray
-    percent: np.ndarray
-    ks: np.ndarray
-    rates: np.ndarray  # (n, max k)
-
-    def part(self, start: int, stop: int) -> _Lines:
-        cut = slice(start, stop)
-        return _Lines(self.pid[cut], self.engine[cut], self.spec[cut], self.stamps[cut], self.mean[cut], self.throughput[cut],
-                      self.accepted[cut], self.drafted[cut], self.percent[cut], self.ks[cut], self.rates[cut])
-
-
-def _floats(texts: list[str]) -> np.ndarray:
-    return np.fromiter(map(float, texts), np.float64, len(texts))  # Python's float(): the streaming path's parse
-
-
-def _columns(rows: list[tuple[str, ...]]) -> tuple[_Lines, np.ndarray]:
-    """(the lines' fields, which lines the batch can take) from the regex's groups; C-level maps only."""
-    n = len(rows)
-    pid_text, stamps, engine_text, iteration_text, mean_text, throughput_text, accepted_text, drafted_text, items, percent_text = zip(*rows, strict=True)
-    spec = np.fromiter(map(bool, mean_text), bool, n)
-    iteration = np.fromiter(map(bool, iteration_text), bool, n)
-    marker = np.fromiter(map(bool, engine_text), bool, n) & ~iteration
-    distinct = set(pid_text)
-    if len(distinct) == 1:
-        only = distinct.pop()
-        pid = np.full(n, int(only) if only else -1, np.int64)
-    else:
-        pid = np.fromiter((int(value) if value else -1 for value in pid_text), np.int64, n)
-    engine = np.full(n, -1, np.int64)
-    engine[marker] = np.fromiter((int(number) for number, skip in zip(engine_text, iteration_text, strict=True) if number and not skip), np.int64)
-    lines = _Lines(pid=pid, engine=engine, spec=spec, stamps=stamps, mean=np.zeros(n), throughput=np.zeros(n),
-                   accepted=np.zeros(n, np.int64), drafted=np.zeros(n, np.int64), percent=np.zeros(n), ks=np.zeros(n, np.int64),
-                   rates=np.zeros((n, 0)))
-    fast = marker | spec | iteration
-    if not spec.any():
-        return lines, fast
-    where = np.flatnonzero(spec)
-    pick = where.tolist()
-
-    def column(texts: tuple[str, ...]) -> list[str]:
-        return list(map(texts.__getitem__, pick))
-
-    lines.mean[where] = _floats(column(mean_text))
-    lines.throughput[where] = _floats(column(throughput_text))
-    lines.percent[where] = _floats(column(percent_text))
-    lines.accepted[where] = np.fromiter(map(int, column(accepted_text)), np.int64, len(pick))
-    lines.drafted[where] = np.fromiter(map(int, column(drafted_text)), np.int64, len(pick))
-    spec_items = column(items)
-    ks = np.fromiter(map(str.count, spec_items, [","] * len(pick)), np.int64, len(pick)) + 1
-    lines.ks[where] = ks
-    lines.rates = np.full((n, int(ks.max())), np.nan)
-    for k in np.unique(ks).tolist():
-        group = np.flatnonzero(ks == k)
-        texts = ", ".join(map(spec_items.__getitem__, group.tolist())).split(", ")
-        lines.rates[where[group], :k] = _floats(texts).reshape(len(group), k)
-    padding = np.arange(lines.rates.shape[1])[None, :] >= lines.ks[:, None]
-    in_range = (((lines.rates >= 0.0) & (lines.rates <= 1.0)) | padding).all(axis=1)
-    fast &= ~spec | (in_range & np.isfinite(lines.mean))  # others: the streaming path names the error
-    return lines, fast
-
-
 def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: float) -> BlockResult:
     """Every line of `texts` (in order) through the batch path or, where it cannot, the streaming one."""
     result = BlockResult()
     if not texts:
         return result
-    rows = _LINE.findall("\n".join(texts))
-    if len(rows) != len(texts):  # a line the join could not keep apart (cannot happen: no \n inside)
+    scanned = scan_block(texts)
+    if scanned is None:
         result.items += [interpreter.feed(RawLine(interpreter.upstream, text, read_at)) for text in texts]
         return result
-    lines, fast = _columns(rows)
-    marker_rows = np.flatnonzero(lines.engine >= 0)
-    if len(marker_rows):  # an `Engine NNN:` line with a second record after it: the streaming path splits it
-        doubled = np.fromiter(map(may_hold_two_records, map(texts.__getitem__, marker_rows.tolist())), bool, len(marker_rows))
-        fast[marker_rows[doubled]] = False
+    lines, fast = scanned
     start = 0
     for stop in [*np.flatnonzero(~fast).tolist(), len(texts)]:
         if stop > start:
@@ -169,10 +72,10 @@ def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: floa
     return result
 
 
-def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, lines: _Lines) -> None:
-    """One run of plain Engine / V1-e lines: what LogInterpreter._spec does to each, on arrays."""
+def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockLines) -> None:
+    """One run of plain Engine / V1-e lines: what from_vllm.VllmSpecReader.read does to each, on arrays, moving the same LogState."""
     spec = lines.spec
-    engines = _engines(interpreter, lines.pid, lines.engine)
+    engines = _engines(state, lines.pid, lines.engine)
     n_spec = int(spec.sum())
     if not n_spec:
         return
@@ -183,8 +86,7 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     mean_length, printed, throughput_value = lines.mean[where], lines.percent[where], lines.throughput[where]
     empty = drafted == 0  # a `nan%` line: nothing was drafted
     with np.errstate(divide="ignore", invalid="ignore"):
-        disagrees = ~np.isnan(printed) & (np.abs(100.0 * accepted / drafted - printed) > RATE_TOLERANCE_PERCENT)
-    inconsistent = ~empty & ((accepted > drafted) | disagrees)
+        inconsistent = ~empty & inconsistent_counts(accepted, drafted, printed)  # from_vllm's check, on arrays
     _count(result.problems, "inconsistent_counts", inconsistent)
     _count(result.variants, VARIANT, empty)
     used = np.flatnonzero(~empty & ~inconsistent)
@@ -212,24 +114,24 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
     if not len(kept):
         return
     drafts, low, high, positions = drafts[ok], low[ok], high[ok], positions[ok]
-    if interpreter.draft_length().fixed:  # from_log: D = T/k closes the range when reconstruct chose T/k
+    if state.draft_length().fixed:  # from_vllm: D = T/k closes the range when reconstruct chose T/k
         pinned = (drafted[kept] % ks[kept] == 0) & (drafts == drafted[kept] // ks[kept])
         low, high = np.where(pinned, drafts, low), np.where(pinned, drafts, high)
-    logged, ends = _times(interpreter.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
+    logged, ends = _times(state.clock, [lines.stamps[i] for i in where[kept].tolist()], read_at)
     placed = ~np.isnan(ends)  # analyze cannot place a stamp it cannot resolve; serve places it at arrival
-    _count(result.problems, UNRESOLVED, np.isnan(logged) if interpreter.clock.local_known else ~placed)  # counted either way, as from_log
+    _count(result.problems, UNRESOLVED, np.isnan(logged) if state.clock.local_known else ~placed)  # counted either way, as the line readers count it
     _count(result.variants, VARIANT, placed)
     if not placed.all():
         kept, drafts, low, high, positions, logged, ends = (column[placed] for column in (kept, drafts, low, high, positions, logged, ends))
         if not len(kept):
             return
-    if interpreter.clock.mode == "log" and len(logged):
-        interpreter.saw_undated(float(np.nanmax(logged)))
+    if state.clock.mode == "log" and len(logged):
+        state.saw_undated(float(np.nanmax(logged)))
     for name in dict.fromkeys(engines[kept].tolist()):
         mine = np.flatnonzero(engines[kept] == name)
-        key = interpreter.series(name)
+        key = state.series(name)
         rows = kept[mine]
-        previous = interpreter.advance(key, float(ends[mine][-1]))
+        previous = state.advance(key, float(ends[mine][-1]))
         starts = np.concatenate(([np.nan if previous is None else previous], ends[mine][:-1]))
         result.items.append(IntervalColumns.build(
             key=key, variant=VARIANT, ends=ends[mine], starts=starts, logged=logged[mine], accepted=accepted[rows], draft_tokens=drafted[rows],
@@ -240,8 +142,8 @@ def _segment(interpreter: LogInterpreter, result: BlockResult, read_at: float, l
 
 def _times(clock: LogClock, stamps: list[str], read_at: float) -> tuple[np.ndarray, np.ndarray]:
     """(each line's own time, the interval's time): the clock's per-line rule for a column (nan: none)."""
-    clock.learn_live(stamps[0], read_at)  # as from_log: a line against its arrival, when nothing told the zone
-    logged = log_times(stamps, clock.year_reference_for(read_at), clock.tz) if clock.local_known else np.full(len(stamps), np.nan)
+    clock.learn_live(stamps[0], read_at)  # as LogState.own_time: a line against its arrival, when nothing told the zone
+    logged = clock.local_many(stamps, read_at)
     return logged, clock.place_many(logged, read_at)
 
 
@@ -252,14 +154,14 @@ def _count(counter: Counter[str], name: str, mask: np.ndarray) -> None:
         counter[name] += n
 
 
-def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -> np.ndarray:
-    """Each line's engine: the last `Engine NNN:` line of its pid before it (else what the interpreter knew)."""
+def _engines(state: LogState, pid: np.ndarray, engine: np.ndarray) -> np.ndarray:
+    """Each line's engine: the last `Engine NNN:` line of its pid before it (else what the state knew)."""
     names = np.empty(len(pid), dtype=object)
     for process in np.unique(pid).tolist():
         key = None if process < 0 else process
         mine = np.flatnonzero(pid == process)
         marks = np.flatnonzero(engine[mine] >= 0)
-        before = interpreter.engine_of(key)
+        before = state.engine_of(key)
         if not len(marks):
             names[mine] = before
             continue
@@ -268,7 +170,7 @@ def _engines(interpreter: LogInterpreter, pid: np.ndarray, engine: np.ndarray) -
         codes = np.concatenate(([0], which.reshape(-1) + 1))
         # the number of marker lines at or before each line picks its engine (0: the one before the segment)
         names[mine] = table[codes[np.searchsorted(marks, np.arange(len(mine)), side="right")]]
-        interpreter.set_engine(key, str(table[codes[-1]]))
+        state.set_engine(key, str(table[codes[-1]]))
     return names
 
 

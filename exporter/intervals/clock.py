@@ -15,10 +15,13 @@ clock — the file's modification time against its last line, else a live line a
 rounded to 15 minutes. Until a zone is known, `serve` takes arrival (it cannot know how old a line
 is); `analyze` assumes the zone it runs in. A stamp that cannot be resolved is counted
 (`unresolved_time`), never silently replaced by the read time in `analyze`.
+Each rule that a block of lines needs at once has its column form beside it (`resolve_local_many`,
+`place_many`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -117,6 +120,42 @@ def resolve_local(month_day_time: str, reference: float, tz: tzinfo | None = Non
     return None
 
 
+def _resolved(stamp: str, reference: float, tz: tzinfo | None) -> float:
+    value = resolve_local(stamp, reference, tz)
+    return math.nan if value is None else value
+
+
+def resolve_local_many(stamps: list[str], reference: float, tz: tzinfo | None) -> np.ndarray:
+    """resolve_local for a column of `MM-DD HH:MM:SS` stamps (nan where it cannot be resolved): one
+    call per distinct hour, not per line. Within one local hour a stamp is its hour's time plus
+    minutes and seconds, so each distinct hour is resolved once and the rest is integer arithmetic.
+    Where that could differ from resolving the line itself — the year rule's edge (a stamp past
+    reference + 1 day), a zone whose offset changes inside the hour, an invalid field — the lines of
+    that hour are resolved one by one (tests/test_twins.py names the pair)."""
+    import numpy as np  # only where blocks are batched
+
+    if not len(stamps):
+        return np.zeros(0)
+    digits = np.frombuffer("".join(stamps).encode("ascii"), np.uint8).reshape(-1, 14).astype(np.int64) - 48
+    month, day, hour = digits[:, 0] * 10 + digits[:, 1], digits[:, 3] * 10 + digits[:, 4], digits[:, 6] * 10 + digits[:, 7]
+    minute, second = digits[:, 9] * 10 + digits[:, 10], digits[:, 12] * 10 + digits[:, 13]
+    hours, inverse = np.unique((month * 100 + day) * 100 + hour, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    offsets = minute * 60 + second
+    bases = np.array([_resolved(f"{h // 10000:02d}-{h // 100 % 100:02d} {h % 100:02d}:00:00", reference, tz) for h in hours.tolist()])
+    times = bases[inverse] + offsets
+    # the latest stamp of each hour, resolved on its own, must agree (else the offset moved in that hour)
+    order = np.lexsort((offsets, inverse))
+    last_row = order[np.searchsorted(inverse[order], np.arange(len(hours)), side="right") - 1]
+    latest = offsets[last_row]
+    check = np.array([_resolved(stamps[row], reference, tz) for row in last_row.tolist()])
+    hour_ok = (check == bases + latest)
+    exact = hour_ok[inverse] & (minute <= 59) & (second <= 59) & (times <= reference + YEAR_SLACK_SECONDS)
+    for row in np.flatnonzero(~exact).tolist():
+        times[row] = _resolved(stamps[row], reference, tz)
+    return times
+
+
 def year_unknown_reason(last_stamp: float, reference: float, what: str) -> str | None:
     """Why the year of year-less stamps cannot be known from `reference` (`what` names it), or None:
     the modification time dates a log only when it is its last write; a file copied, downloaded or
@@ -183,6 +222,14 @@ class LogClock:
         if not self.local_known:
             return None
         return resolve_local(month_day_time, self.year_reference_for(read_at), self.tz)
+
+    def local_many(self, stamps: list[str], read_at: float) -> np.ndarray:
+        """`local` for a column of stamps (nan: cannot be resolved, or serve does not know the zone)."""
+        import numpy as np  # only where blocks are batched
+
+        if not self.local_known:
+            return np.full(len(stamps), np.nan)
+        return resolve_local_many(stamps, self.year_reference_for(read_at), self.tz)
 
     def year_reference_for(self, read_at: float) -> float:
         """analyze: the file's modification time; serve: the arrival (a sidecar running over New Year

@@ -37,7 +37,7 @@ class IntervalColumns:
     def build(cls, *, key: SeriesKey, variant: str, ends: np.ndarray, starts: np.ndarray, logged: np.ndarray, accepted: np.ndarray,
               draft_tokens: np.ndarray, throughput: np.ndarray, drafts: np.ndarray, low: np.ndarray, high: np.ndarray, ks: np.ndarray,
               positions: np.ndarray) -> IntervalColumns:
-        """The interval's length as LogInterpreter._seconds takes it: A / accepted throughput, else line spacing."""
+        """The interval's length as from_vllm._seconds takes it: A / accepted throughput, else line spacing."""
         with np.errstate(divide="ignore", invalid="ignore"):
             printed = (throughput > 0) & (throughput < np.inf) & (accepted > 0)
             spacing = np.where(~np.isnan(starts) & (ends > starts), ends - starts, np.nan)

@@ -13,12 +13,39 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from exporter.config import HealthThresholds
 from exporter.judge.derive import Derived
 from exporter.vocabulary import VERDICT_STATES, VerdictState
 
+if TYPE_CHECKING:
+    import numpy as np
+
 STATES = VERDICT_STATES  # the catalogue's (exporter/vocabulary.py), in specdecode_health's order
+
+# The rules, written once: each takes one window's numbers (judge) or arrays of many windows'
+# (verdict_columns.judge_states), with operators numpy applies elementwise.
+V = TypeVar("V", float, "np.ndarray")
+
+
+def collapsed(length: V, position0: V, thresholds: HealthThresholds) -> V:
+    """broken: L near 1 and position 0 (or its bound) far below a working drafter's."""
+    return (length <= thresholds.broken_max_mean_acceptance_length) & (position0 <= thresholds.broken_max_position0_acceptance)
+
+
+def below_floor(length: V, thresholds: HealthThresholds) -> V:
+    return length < thresholds.degraded_min_mean_acceptance_length
+
+
+def dropped(length: V, reference_length: V, reference_drafts: V, thresholds: HealthThresholds) -> V:
+    """degraded: L − 1 fell by more than the fraction against a reference of enough drafts."""
+    return (reference_drafts >= thresholds.min_drafts) & (length - 1.0 < (1.0 - thresholds.degraded_relative_drop) * (reference_length - 1.0))
+
+
+def wastes(best: V, drafted: V, gain: V, thresholds: HealthThresholds) -> V:
+    """wasteful: a smaller k' is faster than the k drafted by more than the margin."""
+    return (best < drafted) & (gain > thresholds.wasteful_min_gain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +74,9 @@ def judge(
     """The verdict for `current` (judged against `baseline` when there is one), with its reason."""
     over = f" over {window}" if window else ""
     if current is not None and current.drafts is None and current.draft_tokens > 0:
-        collapsed = _collapse_without_drafts(current, thresholds, over)
-        if collapsed is not None:
-            return collapsed
+        without_drafts = _collapse_without_drafts(current, thresholds, over)
+        if without_drafts is not None:
+            return without_drafts
         because = f": {drafts_unknown_because}" if drafts_unknown_because else ""
         return Verdict("no_data", "drafts_unknown", f"this log format does not print the number of drafts (vLLM ≤ 0.8.4){because}; no L")
     if current is None or current.drafts is None or current.drafts < thresholds.min_drafts:
@@ -61,19 +88,15 @@ def judge(
     # without per-position counts (V0, V1-a, V1-b) r_0 is at most L − 1 = Σ r_i, so the floor still
     # judges: a drafter whose L − 1 is under the position-0 floor is broken whatever its positions
     bound = position0 if position0 is not None else length - 1.0
-    if length <= thresholds.broken_max_mean_acceptance_length and bound <= thresholds.broken_max_position0_acceptance:
+    if collapsed(length, bound, thresholds):
         said = (
             f"position-0 acceptance {position0:.2f}{over} with {k} drafted positions (L {length:.2f})" if position0 is not None
             else f"L {length:.2f}{over}, so position-0 acceptance is at most {bound:.2f} (this log format prints no per-position counts)"
         )
         return Verdict("broken", "position0_collapse", f"{said}: {_BROKEN_ADVICE}")
-    if length < thresholds.degraded_min_mean_acceptance_length:
+    if below_floor(length, thresholds):
         return Verdict("degraded", "below_floor", f"L {length:.2f}{over} is below the floor {thresholds.degraded_min_mean_acceptance_length:.2f}")
-    if (
-        baseline is not None
-        and baseline.drafts >= thresholds.min_drafts
-        and length - 1.0 < (1.0 - thresholds.degraded_relative_drop) * (baseline.mean_acceptance_length - 1.0)
-    ):
+    if baseline is not None and dropped(length, baseline.mean_acceptance_length, baseline.drafts, thresholds):
         drop = 1 - (length - 1) / max(baseline.mean_acceptance_length - 1, 1e-9)
         return Verdict(
             "degraded",
@@ -85,7 +108,7 @@ def judge(
         drafted = len(current.speedup) - 1
         best = current.recommended_speculative_tokens
         gain = current.speedup[best] / current.speedup[drafted] - 1 if current.speedup[drafted] > 0 else 0.0
-        if best < drafted and gain > thresholds.wasteful_min_gain:
+        if wastes(best, drafted, gain, thresholds):
             return Verdict(
                 "wasteful",
                 "trailing_positions_wasted",

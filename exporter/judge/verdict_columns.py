@@ -4,7 +4,8 @@ says of each, as arrays (the batch path's verdict memory, exporter/state/remembe
 Only the state is computed, never the sentence, and only for windows the batch path makes: D
 known in every interval, no emitted tokens E, one k. Every float is computed as derive.py and
 verdict.py compute it — the same operations in the same order — so each state is exactly the
-scalar verdict's (tests/test_remember.py compares them on random windows at the thresholds).
+scalar verdict's (tests/test_remember.py compares them on random windows at the thresholds), and
+the thresholds' rules are verdict.py's own functions, called on arrays.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from exporter.config import DraftCost, HealthThresholds
+from exporter.judge.verdict import below_floor, collapsed, dropped, wastes
 from exporter.state.remember import WindowSums
 
 
@@ -33,12 +35,11 @@ def judge_states(
         drafted = speedup[:, k]
         with np.errstate(divide="ignore", invalid="ignore"):
             gain = np.where(drafted > 0, speedup[np.arange(n), best] / drafted - 1, 0.0)
-        states[(best < k) & (gain > thresholds.wasteful_min_gain)] = "wasteful"
+        states[wastes(best, k, gain, thresholds)] = "wasteful"
     with np.errstate(invalid="ignore"):
-        dropped = (reference_drafts >= thresholds.min_drafts) & (length - 1.0 < (1.0 - thresholds.degraded_relative_drop) * (reference_length - 1.0))
-    states[dropped] = "degraded"
-    states[length < thresholds.degraded_min_mean_acceptance_length] = "degraded"
+        states[dropped(length, reference_length, reference_drafts, thresholds)] = "degraded"
+    states[below_floor(length, thresholds)] = "degraded"
     position0 = sums.positions[:, 0] / safe if k else length - 1.0  # no positions: r_0 ≤ L − 1, as verdict.py bounds it
-    states[(length <= thresholds.broken_max_mean_acceptance_length) & (position0 <= thresholds.broken_max_position0_acceptance)] = "broken"
+    states[collapsed(length, position0, thresholds)] = "broken"
     states[(sums.draft_tokens <= 0) | (drafts < thresholds.min_drafts) | (drafts <= 0)] = "no_data"
     return states
