@@ -177,14 +177,12 @@ class WebSecurity:
         users = self.config.users
         if not users:
             return True
-        if not header or not header.startswith("Basic "):
+        credentials = basic_credentials(header)
+        if credentials is None:
             return False
-        try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode("utf-8").partition(":")
-        except (ValueError, UnicodeDecodeError):
-            return False
+        user, password = credentials
         hashed = users.get(user)
-        key = (user, hashlib.sha256(password.encode() + (hashed or b"")).hexdigest())
+        key = _remembered_as(user, password, hashed)
         if hashed is not None and self.remembered(key):
             return True
         good = bcrypt.checkpw(password.encode(), hashed if hashed is not None else self._dummy)
@@ -208,16 +206,30 @@ class WebSecurity:
         users = self.config.users
         if not users:
             return True
-        if not header or not header.startswith("Basic "):
+        credentials = basic_credentials(header)
+        if credentials is None:
             return False
-        try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode("utf-8").partition(":")
-        except (ValueError, UnicodeDecodeError):
-            return False
+        user, password = credentials
         hashed = users.get(user)
-        if hashed is not None and self.remembered((user, hashlib.sha256(password.encode() + hashed).hexdigest())):
+        if hashed is not None and self.remembered(_remembered_as(user, password, hashed)):
             return True
         return None
+
+
+def basic_credentials(header: str | None) -> tuple[str, str] | None:
+    """(user, password) of a `Basic` Authorization header; None when there is none or it is malformed."""
+    if not header or not header.startswith("Basic "):
+        return None
+    try:
+        user, _, password = base64.b64decode(header[6:], validate=True).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return user, password
+
+
+def _remembered_as(user: str, password: str, hashed: bytes | None) -> tuple[str, str]:
+    """How a verified password is remembered: never in clear, and tied to the hash it was checked against."""
+    return user, hashlib.sha256(password.encode() + (hashed or b"")).hexdigest()
 
 
 def _dummy_hash(users: Mapping[str, bytes]) -> bytes:
