@@ -81,6 +81,9 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
         return
     result.spec_lines += n_spec
     where = np.flatnonzero(spec)
+    pids = lines.pid[where]  # -1: none; only where the writer changes can two servers show
+    changed = np.flatnonzero(np.diff(pids, prepend=pids[0] - 1) != 0)
+    state.spec_lines_from(None if pid < 0 else pid for pid in pids[changed].tolist())
     engines, ks, rates = engines[where], lines.ks[where], lines.rates[where]
     accepted, drafted = lines.accepted[where], lines.drafted[where]
     mean_length, printed, throughput_value = lines.mean[where], lines.percent[where], lines.throughput[where]

@@ -17,7 +17,6 @@ from exporter.intervals.log_state import DEFAULT_ENGINE, LogState
 from exporter.intervals.outcome import LineOutcome, refused
 from exporter.intervals.reconstruct import reconstruct
 from exporter.intervals.v0_deltas import V0Deltas
-from exporter.intervals.writers import WriterWatch
 from exporter.records import Interval, ParsedSpecLine, RawLine, SeriesKey, SpecConfig
 
 RATE_TOLERANCE_PERCENT = 0.05 + 1e-6  # V1 prints α with one decimal
@@ -38,7 +37,6 @@ class VllmSpecReader:
 
     state: LogState
     v0: V0Deltas = field(default_factory=V0Deltas)
-    writers: WriterWatch | None = None  # says so when two servers write this log (intervals/writers.py)
 
     def read(self, line: RawLine, pid: int | None, month_day_time: str, parsed: ParsedSpecLine, dated: str | None = None) -> LineOutcome:
         state = self.state
@@ -48,9 +46,7 @@ class VllmSpecReader:
         emitted: int | None = None
         config: SpecConfig | None = None
         new_run = False
-        if self.writers is None:
-            self.writers = WriterWatch(state.upstream)
-        self.writers.spec_line_from(pid)
+        state.spec_lines_from((pid,))
         if parsed.cumulative:
             if parsed.accepted_tokens > parsed.draft_tokens:  # V0's totals: more accepted than ever drafted
                 return refused(state.upstream, line, "inconsistent_counts")

@@ -13,10 +13,12 @@ one by one. This is the contract between them; only its public methods change it
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length
+from exporter.intervals.writers import WriterWatch
 from exporter.parse.timestamps import parse_rfc3339
 from exporter.records import ParseProblem, RawLine, SeriesKey, SpecConfig
 
@@ -34,6 +36,7 @@ class LogState:
     unstamped: int = 0  # spec lines timed on arrival for want of a stamp of their own (clock="log": message-only lines)
     _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
     _last_end: dict[SeriesKey, float] = field(default_factory=dict)
+    _writers: WriterWatch | None = None  # says so when two servers write this log (intervals/writers.py)
 
     def take_config(self, said: SpecConfig) -> SpecConfig:
         """What a startup line (or the plugin's config record, or V0's k) says, merged into the config."""
@@ -54,6 +57,13 @@ class LogState:
 
     def set_engine(self, pid: int | None, engine: str) -> None:
         self._engine_by_pid[pid] = engine
+
+    def spec_lines_from(self, pids: Iterable[int | None]) -> None:
+        """The pids of the spec lines just read, in order, line by line or a block's at once."""
+        if self._writers is None:
+            self._writers = WriterWatch(self.upstream)
+        for pid in pids:
+            self._writers.spec_line_from(pid)
 
     def advance(self, key: SeriesKey, end: float) -> float | None:
         """The end of the series' previous interval (its next one's start); `end` is now the last."""
