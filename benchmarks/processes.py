@@ -32,12 +32,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def rss_bytes(pid: int) -> int:
+def _status_bytes(pid: int, field: str) -> int:
+    """A memory field of /proc/PID/status (kB there), in bytes; 0 when absent."""
     with open(f"/proc/{pid}/status") as handle:
         for line in handle:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def rss_bytes(pid: int) -> int:
+    return _status_bytes(pid, "VmRSS")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The process's peak resident set so far (VmHWM)."""
+    return _status_bytes(pid, "VmHWM")
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.inputs import ROOT, LogTruth, make_log, make_payload
-from benchmarks.processes import Sidecar, background, cpu_seconds, rss_bytes, sidecar, wait_until
+from benchmarks.processes import Sidecar, background, cpu_seconds, peak_rss_bytes, rss_bytes, sidecar, wait_until
 from exporter import metric_names as names
 
 MTAIL_PROGRAMS = ROOT / "mtail"
@@ -358,15 +358,6 @@ def scale(targets: int, interval: float, seconds: float, renders: int, base: int
     ]
 
 
-def _peak_rss(pid: int) -> int:
-    """The process's peak resident set so far (VmHWM), in bytes."""
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 POD_LIMIT = 256 << 20  # deploy/kubernetes: the sidecar container's memory limit
 
 
@@ -418,7 +409,7 @@ def hostile(bombs: int, seconds: float) -> list[Row]:
                 time.sleep(seconds)  # scrape the bombs for a while: the peak is what is measured
                 if 'specdecode_source_up{source="metrics",upstream="' + urls[0] + '"} 1' not in running.metrics():
                     raise AssertionError("the good target is not up beside the bombs")
-                peaks.append(_peak_rss(running.process.pid))
+                peaks.append(peak_rss_bytes(running.process.pid))
     finally:
         for server in servers:
             server.shutdown()
