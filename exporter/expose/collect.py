@@ -22,6 +22,7 @@ from exporter.expose.families import (
     config_info,
     counters,
     memory_gauges,
+    payoff_gauges,
     series_labels,
     source_metrics,
     stale_upstreams,
@@ -130,6 +131,7 @@ class Collector:
                     add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
                 info(names.VERDICT_INFO, {**dict(zip(names.SERIES_LABELS, labels, strict=False)), "state": state, "reason": assessment.verdict.reason})
                 memory_gauges(series, state, labels, add)
+                payoff_gauges(assessment, labels, [*labels, name], add, advise=advise)
 
     def _cross_check(self, snapshot: Snapshot, add: Add) -> None:
         for gap in cross_check(snapshot, self.store.pairs):

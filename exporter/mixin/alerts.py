@@ -165,8 +165,51 @@ def alerts(config: MixinConfig) -> list[dict[str, Any]]:
             f"{config.disagreement_window} (tolerated: {config.disagreement:.0%}): the log and the target are not the same server, "
             "or one of them is misread.",
         ),
+        *_payoff_alerts(config),
     ]
     return listing
+
+
+def _payoff_alerts(config: MixinConfig) -> list[dict[str, Any]]:
+    """Pay-off at load (the sidecar's measured speed-up over plain decoding) and how much of decoding
+    speculates (from vLLM's own counters: no sidecar needed)."""
+    series = (*server_labels(config), *names.SERIES_LABELS)
+    window = f'window="{config.sidecar_judged_window}"'
+    speedup = names.PAYOFF_SPEEDUP.name + selector(config.sidecar_selector, window)
+    running = _first_value(names.PAYOFF_RUNNING.name + "{MATCHERS, " + window + "}", series, ' at {{ . | first | value | printf "%.0f" }} running requests')
+    even = _first_value(names.BREAK_EVEN_RUNNING.name + "{MATCHERS}", series,
+                        '; it pays below about {{ . | first | value | printf "%.0f" }} running requests')
+    best = _first_value(names.PAYOFF_BEST_K.name + "{MATCHERS, " + window + "}", series,
+                        '; the measured step costs favour k = {{ . | first | value | printf "%.0f" }} at this load')
+    counters = vllm_counters(config)
+    by = ", ".join(counters.by)
+    rw = config.rate_window
+    generated = f"sum by ({by}) (rate({names.VLLM_GENERATION_TOKENS.sample_name}{selector(config.vllm_selector)}[{rw}]))"
+    drafts = f"sum by ({by}) (rate({counters.drafts}[{rw}]))"
+    accepted = f"sum by ({by}) (rate({counters.accepted}[{rw}]))"
+    return [
+        _alert(
+            config,
+            "SpecDecodeSlowerThanPlain",
+            f"{speedup} < {config.slower_than_plain:g}",
+            f"Speculative decoding is slower than plain decoding on {where(config)} ({{{{ $labels.model_name }}}}, engine {{{{ $labels.engine }}}})",
+            f"At this load the server emits {{{{ $value | printf \"%.2f\" }}}}× the tokens per second plain decoding emits{running} "
+            f"(the sidecar's {config.sidecar_judged_window} window against its plain-decoding calibration){even}{best}: verifying the "
+            "drafts costs more than they return. Lower num_speculative_tokens for large batches (num_speculative_tokens_per_batch_size) "
+            "or turn speculation off above the break-even load.",
+        ),
+        _alert(
+            config,
+            "SpecDecodeSpeculationPartlyOff",
+            f"{drafts} / ({generated} - {accepted}) < {config.speculated_share_floor:g} and {drafts} > 0"
+            f" and {generated} > {config.min_drafts_per_second}",
+            f"Only part of decoding speculates on {server(config)}",
+            f"{{{{ $value | humanizePercentage }}}} of decode steps drafted over {rw} (floor {config.speculated_share_floor:.0%}) while "
+            "the server serves: requests past the drafter's max length, a dynamic k of 0 at this batch size, adaptive verification "
+            "switching drafts off, or another frontend without spec counters behind the same job. The acceptance alerts see only the "
+            "steps that drafted.",
+        ),
+    ]
 
 
 def _seconds(duration: str) -> int:
