@@ -130,7 +130,7 @@ def main():
     encoded = [tok(text, add_special_tokens=True)["input_ids"] for _, text in PROMPTS]
     width = min(32, min(len(ids) for ids in encoded))
     ids = torch.tensor([ids[:width] for ids in encoded], device=a.device)
-    low, high = math.log(1e-3), math.log(2.0)
+    low, high = math.log(1e-3), math.log(50.0)
     trace = []
     for _ in range(10):
         mid = (low + high) / 2
