@@ -94,22 +94,34 @@ scrape_configs:
   - {job_name: vllm, static_configs: [{targets: ["127.0.0.1:8000"]}]}
   - {job_name: specdecode, static_configs: [{targets: ["127.0.0.1:9847"]}]}
 YML
+  STACK_PIDS=()
   setsid python3 "$REPO/scripts/gpu-incident/webhook.py" --listen 127.0.0.1:9099 --out "$WORK/alertmanager-notifications.jsonl" \
     --receipts "$WORK/webhook-receipts.jsonl" > webhook.out 2>&1 &
+  STACK_PIDS+=($!)
   setsid "$am" --config.file=config/alertmanager.yml --storage.path=alertmanager-data --web.listen-address=127.0.0.1:9093 \
     --cluster.listen-address= > alertmanager.log 2>&1 &
+  STACK_PIDS+=($!)
   setsid "$prom" --config.file=config/prometheus.yml --storage.tsdb.path=prometheus-data --web.listen-address=127.0.0.1:9090 > prometheus.log 2>&1 &
+  STACK_PIDS+=($!)
   local sidecar=(specdecode-exporter --log-level info serve --log "$WORK/k*/server.log" --target "$URL/metrics" --listen 127.0.0.1:9847
                  --calibration "$WORK/calibration.json" --health-window "$JUDGED" --window "1m,5m,1h" --state-dir "$WORK/sidecar-state")
   printf '%q ' "${sidecar[@]}" > sidecar-command.txt; echo >> sidecar-command.txt
   setsid "${sidecar[@]}" > sidecar.log 2>&1 &
+  STACK_PIDS+=($!)
   wait_up http://127.0.0.1:9093/-/ready 30 && wait_up http://127.0.0.1:9090/-/ready 30 && wait_up http://127.0.0.1:9847/metrics 60 \
-    || { say "the stack did not come up"; tail -5 alertmanager.log prometheus.log sidecar.log | tee -a progress.log; return 1; }
+    || { say "the stack did not come up"; tail -n 8 alertmanager.log prometheus.log sidecar.log webhook.out 2>&1 | tee -a progress.log; return 1; }
   setsid python3 "$REPO/scripts/gpu-incident/watch.py" --out "$WORK" --every 5 > watch.out 2>&1 &
+  STACK_PIDS+=($!)
   say "stack up: alertmanager, prometheus, sidecar (--calibration), webhook"
 }
 
 # --- one run ---------------------------------------------------------------------------------
+gpu_free() {  # every process on the GPU ended, by pid (never pkill -f: a pattern can match the command that started us)
+  local p i
+  for p in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+  for i in $(seq 1 30); do up "$URL/health" || return 0; sleep 1; done
+  say "something still answers on $URL"
+}
 run_one() {  # plain | kN
   local name=$1 dir=$WORK/$1 k spec pid kids ok=0 i
   mkdir -p "$dir/metrics"
@@ -122,6 +134,7 @@ run_one() {  # plain | kN
   printf '%q ' "${cmd[@]}" > "$dir/command.txt"; echo >> "$dir/command.txt"
   env | grep -E '^(VLLM|HF_|TRANSFORMERS|PYTHONPATH|DO_NOT)' | sort > "$dir/env.txt"
   date +%s.%N > "$dir/t0_epoch.txt"
+  gpu_free  # a server left from an earlier try would answer /health for this one
   event launch "$name"
   "${cmd[@]}" > "$dir/server.log" 2>&1 &
   pid=$!
@@ -145,7 +158,7 @@ run_one() {  # plain | kN
       python3 "$HERE/ladder_load.py" --url "$URL" --out "$dir" --k "$k" --levels "$HOLD_LOW_C" --seconds "$HOLD_LOW_S" --gap 0 --file hold.jsonl >> "$dir/ladder.out" 2>&1
       event hold_end "$name"
     fi
-    sleep $((STATS_INTERVAL + 2))  # the stats logger reports the drained state
+    sleep "$STATS_INTERVAL"; sleep 2  # the stats logger reports the drained state (the interval may be a fraction: no $((…)))
     python3 -c "import sys, urllib.request; open(sys.argv[2], 'wb').write(urllib.request.urlopen(sys.argv[1], timeout=10).read())" \
       "$URL/metrics" "$dir/metrics/final.prom" || say "$name: no final snapshot"
     say "$name: $(tail -1 "$dir/ladder.out")"
@@ -155,12 +168,13 @@ run_one() {  # plain | kN
   kill -INT $pid 2>/dev/null
   for i in $(seq 1 60); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
   kill -9 $pid $kids 2>/dev/null; wait $pid 2>/dev/null; echo "$name exit=$?" >> server_exit.txt
-  pkill -9 -f "vllm serve" 2>/dev/null; sleep 2  # nothing of this run may hold the GPU for the next
+  gpu_free  # nothing of this run may hold the GPU for the next
   event exit "$name"
   say "$name: stopped ($(tail -1 server_exit.txt))"
   [ $ok = 1 ]
 }
 
+STACK_PIDS=()
 T_START=$(date +%s)
 for RUN in $RUNS; do
   if ! run_one "$RUN" && [ -z "${EAGER:-}" ]; then
@@ -201,6 +215,6 @@ PY
 python3 -c "import urllib.request; open('sidecar-metrics.prom','wb').write(urllib.request.urlopen('http://127.0.0.1:9847/metrics', timeout=10).read())" 2>/dev/null
 python3 -c "import urllib.request; open('sidecar-status.json','wb').write(urllib.request.urlopen('http://127.0.0.1:9847/api/v1/status', timeout=10).read())" 2>/dev/null
 say "notifications: $(grep -c . alertmanager-notifications.jsonl 2>/dev/null || echo 0) ($(grep -o '"SpecDecode[A-Za-z]*", "[a-z]*"' webhook-receipts.jsonl 2>/dev/null | sort | uniq -c | tr '\n' ';'))"
-pkill -f watch.py; pkill -f "specdecode-exporter"; pkill -f prometheus; pkill -f webhook.py
+for p in "${STACK_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 touch DONE
 say "done"
