@@ -78,8 +78,16 @@ def test_the_best_k_is_the_k_with_the_most_tokens_at_that_load():
     for band, n in zip(payoff.by_load, LOADS, strict=True):
         truth = {k: spec_rate(n, k) if k else n / tau(n) for k in range(5)}
         best = max(truth, key=lambda k: (truth[k], -k))
-        assert band.best_k == best or truth[band.best_k] >= 0.99 * truth[best], (n, band.best_k, best)
+        assert truth[band.best_k] >= 0.95 * truth[best], (n, band.best_k, best)  # a change of k only for more than 5 %
     assert payoff.by_load[0].best_k > 0 and payoff.by_load[-1].best_k == 0  # speculate when quiet, not when full
+
+
+def test_a_change_of_k_is_advised_only_beyond_the_models_uncertainty():
+    from exporter.judge.payoff import best_k
+
+    assert best_k([1.0, 1.40, 1.50, 1.48, 1.47], drafted=4) == 4  # 2 is the top, but 4 (measured) is within 5 %
+    assert best_k([1.0, 1.40, 1.60, 1.48, 1.40], drafted=4) == 2  # 2 pays 8 % more than any k near the drafted one
+    assert best_k([1.0, 1.03, 0.99, 0.95, 0.90], drafted=4) == 0  # speculation within 5 % of plain is not worth it
 
 
 def test_the_break_even_lies_between_the_bands_where_the_speedup_crosses_one():

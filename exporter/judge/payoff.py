@@ -25,7 +25,8 @@ request a step):
     another k'     S(n, k') = τ(n·(1+k')) + k'·δ(n),  E(k') = 1 + Σ_{i<k'} r_i
                    tokens/s(n, k') = n·E(k') / S(n, k')   (k' = 0: plain, n / τ(n))
 
-The best k at a load is the argmax over k' = 0…k (0: do not speculate at this load), which vLLM
+The best k at a load is the k' = 0…k with the most tokens/s, where it beats the k drafted by more
+than the model's uncertainty (`best_k`; 0: do not speculate at this load), which vLLM
 takes per batch size as `num_speculative_tokens_per_batch_size` (from 0.26: see `schedule`). The
 break-even load is where the measured speed-up crosses 1, between two bands (log-linear); past
 the busiest band seen it is extrapolated with that band's drafting cost, and said so.
@@ -49,7 +50,10 @@ from exporter.config import PlainCalibration
 from exporter.state.load import LoadProfile, LoadSums
 
 BREAK_EVEN_SEARCH = 16.0  # past the busiest band, the break-even is looked for up to this many times its load
-BAND_HALF_WIDTH = math.sqrt(2.0)  # a band holds round(log2(running)): running within ×/÷ √2 of its centre
+BAND_HALF_WIDTH = math.sqrt(2.0)
+# the modelled tokens/s of a k' not drafted carry the model's error (the verification and drafting costs
+# taken apart from one observed step): a change of k is advised only for more than this
+CHANGE_MARGIN = 0.05  # a band holds round(log2(running)): running within ×/÷ √2 of its centre
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +127,22 @@ def at_load(running: float, sums: LoadSums, rates: Sequence[float], calibration:
         held = min(float(candidate), drafted)  # a drafter that drafts fewer than k' pays for what it drafts
         step, _ = plain_step_seconds(calibration, running * (1.0 + held))
         curve.append((expected_tokens(rates, candidate) * step_plain) / (step + held * per_token))
-    best = max(range(len(curve)), key=lambda j: (curve[j], -j))
+    best = best_k(curve, round(drafted))
     return LoadPayoff(running, speedup, best, generated, plain, length, drafted, per_token, tuple(curve), sums.intervals,
                       beyond or verify_beyond, mismatch)
+
+
+def best_k(curve: Sequence[float], drafted: int) -> int:
+    """The k to run at this load from the modelled tokens/s of k' = 0..k (÷ plain's): a change from the
+    k drafted is advised only where the model says it pays more than its own uncertainty (CHANGE_MARGIN);
+    among the k' within that margin of the best, plain decoding if it is one (speculation that gains less
+    is not worth its risk), else the one nearest the k drafted — the one point of the curve that was
+    measured, not modelled."""
+    top = max(curve)
+    close = [k for k, value in enumerate(curve) if value * (1.0 + CHANGE_MARGIN) >= top]
+    if 0 in close:
+        return 0
+    return min(close, key=lambda k: (abs(k - drafted), k))
 
 
 def _rates(sums: LoadSums) -> tuple[float, ...]:
