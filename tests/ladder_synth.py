@@ -60,10 +60,9 @@ def write_run(folder: Path, k: int, t0: float = 1_796_300_000.0, plain_scale: fl
         start = at - (PER_LEVEL - 1) * INTERVAL
         seconds = 128 * level / tokens_per_second  # one request of 128 tokens at this load
         waves = max(1, int((PER_LEVEL - 1) * INTERVAL / seconds))
-        for wave in range(waves):
-            for client in range(level):
-                records.append({"k": k or None, "concurrency": level, "start": round(start + wave * seconds, 4),
-                                "end": round(start + (wave + 1) * seconds, 4), "completion_tokens": 128, "status": 200, "client": client})
+        records.extend({"k": k or None, "concurrency": level, "start": round(start + wave * seconds, 4),
+                        "end": round(start + (wave + 1) * seconds, 4), "completion_tokens": 128, "status": 200, "client": client}
+                       for wave in range(waves) for client in range(level))
         at += INTERVAL  # the gap: idle, nothing printed
     del before
     (folder / "server.log").write_text("\n".join(lines) + "\n")
