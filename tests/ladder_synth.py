@@ -37,7 +37,7 @@ def write_run(folder: Path, k: int, t0: float = 1_796_300_000.0, plain_scale: fl
     lines = ["(APIServer pid=9) INFO 12-03 10:00:00 [api_utils.py:273] non-default args: {'model': '/tmp/models/ladder-target', "
              "'served_model_name': ['target']" + (f", 'speculative_config': {{'method': 'draft_model', 'num_speculative_tokens': {k}}}" if k else "") + "}"]
     records = []
-    at, before = t0, 0
+    at = t0
     for level in LEVELS:
         tokens_per_second = rate(level, k)
         for i in range(PER_LEVEL):
@@ -56,7 +56,6 @@ def write_run(folder: Path, k: int, t0: float = 1_796_300_000.0, plain_scale: fl
                              f"Accepted throughput: {accepted / INTERVAL:.2f} tokens/s, Drafted throughput: {drafts * k / INTERVAL:.2f} tokens/s, "
                              f"Accepted: {accepted} tokens, Drafted: {drafts * k} tokens, Per-position acceptance rate: "
                              f"{', '.join(f'{p / drafts:.3f}' for p in positions)}, Avg Draft acceptance rate: {100 * accepted / (drafts * k):.1f}%")
-            before = level
         start = at - (PER_LEVEL - 1) * INTERVAL
         seconds = 128 * level / tokens_per_second  # one request of 128 tokens at this load
         waves = max(1, int((PER_LEVEL - 1) * INTERVAL / seconds))
@@ -64,7 +63,6 @@ def write_run(folder: Path, k: int, t0: float = 1_796_300_000.0, plain_scale: fl
                         "end": round(start + (wave + 1) * seconds, 4), "completion_tokens": 128, "status": 200, "client": client}
                        for wave in range(waves) for client in range(level))
         at += INTERVAL  # the gap: idle, nothing printed
-    del before
     (folder / "server.log").write_text("\n".join(lines) + "\n")
     (folder / "load.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
