@@ -26,6 +26,16 @@ from exporter.report.formats import render_csv, render_table
 from exporter.state.reference import ReferenceRule
 
 
+def readable(paths: tuple[str, ...]) -> None:
+    """Every PATH can be opened (`-` is stdin); else a usage error naming the first that cannot."""
+    for path in paths:
+        if path != "-":
+            try:
+                open(path, "rb").close()
+            except OSError as error:
+                raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True,
     help="Verbosity of the sidecar's own log (stderr).")
@@ -59,12 +69,7 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
     if not paths:
         click.echo("no PATH given: analysing the built-in sample (a real vLLM 0.24.0 log, draft_model, k=8)", err=True)
         paths = (sample_log_path(),)
-    for path in paths:
-        if path != "-":
-            try:
-                open(path, "rb").close()
-            except OSError as error:
-                raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
+    readable(paths)
     seconds(health_window, "--health-window")
     try:
         settings = load_derive_settings(config_path, draft_token_cost, health_window, calibration=load_calibration(calibration_path))
@@ -202,12 +207,7 @@ def calibrate(paths: tuple[str, ...], out: str | None, log_format: LogFormat) ->
     from exporter.judge.calibration import CalibrationError, calibration_json
     from exporter.report.calibrate import calibrate as measure
 
-    for path in paths:
-        if path != "-":
-            try:
-                open(path, "rb").close()
-            except OSError as error:
-                raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
+    readable(paths)
     try:
         calibration = measure(list(paths), log_format)
     except CalibrationError as error:
