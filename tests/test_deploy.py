@@ -50,8 +50,8 @@ def test_compose_profiles_start_the_right_services():
     for name, service in COMPOSE["services"].items():
         for profile in service.get("profiles", []):
             by_profile.setdefault(profile, set()).add(name)
-    assert by_profile["gpu"] == {"vllm", "sidecar", "prometheus", "alertmanager", "grafana"}
-    assert by_profile["demo"] == {"simulator", "sidecar", "prometheus-demo", "alertmanager", "grafana"}
+    assert by_profile["gpu"] == {"secrets", "vllm", "sidecar", "prometheus", "alertmanager", "grafana"}
+    assert by_profile["demo"] == {"secrets", "simulator", "sidecar", "prometheus-demo", "alertmanager", "grafana"}
     assert COMPOSE["services"]["simulator"]["networks"]["default"]["aliases"] == ["vllm"]
 
 
@@ -67,7 +67,7 @@ def test_compose_gpu_vllm_is_pinned_with_a_gpu_and_a_rotating_log():
     for service in COMPOSE["services"].values():
         assert ":" in service.get("image", "x:pinned") and not service.get("image", "").endswith(":latest")
     grafana = COMPOSE["services"]["grafana"]["environment"]
-    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and "GRAFANA_ADMIN_PASSWORD" in grafana["GF_SECURITY_ADMIN_PASSWORD"]
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and grafana["GF_SECURITY_ADMIN_PASSWORD__FILE"]
 
 
 def test_compose_mounts_exist_and_grafana_finds_the_dashboards():
