@@ -18,14 +18,12 @@ through a real Prometheus and Alertmanager in tests/test_prometheus_integration.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from rule_series import MINUTES_PER_HOUR, Phase, clock, minutes, vllm_series
+from rule_series import MINUTES_PER_HOUR, Phase, clock, minutes, promtool_tests, vllm_series
 
 from exporter import metric_names as names
 
@@ -181,23 +179,10 @@ SCENARIOS: dict[str, tuple[Any, str, int, dict[str, str]]] = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
-    tool = shutil.which("promtool")
-    assert tool, "promtool missing: scripts/test installs Debian's prometheus"
-    tmp = tmp_path_factory.mktemp("one-page")
-    running = {}
-    for index, (name, (build, primary, first, held_back)) in enumerate(SCENARIOS.items()):
-        test = {"rule_files": RULE_FILES, "evaluation_interval": "1m", "tests": [{
-            "name": name, "interval": "1m", "input_series": [*build(), clock(END + 1)],
-            "promql_expr_test": one_page(primary, first, held_back),
-        }]}
-        path = tmp / f"scenario-{index}.yaml"
-        path.write_text(yaml.safe_dump(test, sort_keys=False, width=1 << 20))
-        running[name] = subprocess.Popen([tool, "test", "rules", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    done = {}
-    for name, process in running.items():
-        output, _ = process.communicate(timeout=600)
-        done[name] = subprocess.CompletedProcess(process.args, process.returncode, output, "")
-    return done
+    documents = {name: {"rule_files": RULE_FILES, "evaluation_interval": "1m", "tests": [{
+        "name": name, "interval": "1m", "input_series": [*build(), clock(END + 1)], "promql_expr_test": one_page(primary, first, held_back),
+    }]} for name, (build, primary, first, held_back) in SCENARIOS.items()}
+    return promtool_tests(documents, tmp_path_factory.mktemp("one-page"))
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))

@@ -12,7 +12,6 @@ the hold is shown with the same generator at hours-for-days scale.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from rule_series import (
     gauge_values,
     geometric_rates,
     hours,
+    promtool_tests,
     realistic_noise,
     rules_for,
     vllm_series,
@@ -317,23 +317,15 @@ def _render(config: MixinConfig, directory: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
-    tool = shutil.which("promtool")
-    assert tool, "promtool missing: scripts/test installs Debian's prometheus"
     tmp = tmp_path_factory.mktemp("promtool")
-    running = {}
+    documents = {}
     for name, (build, alert) in SCENARIOS.items():
         rule_files = _render(CONFIGS[name], tmp_path_factory.mktemp(name)) if name in CONFIGS else RULE_FILES
         (tmp / f"{name}.rules.yml").write_text(yaml.safe_dump(rules_for({alert}, rule_files), sort_keys=False, width=1 << 20))
         scenario = build()
         scenario["input_series"].append(clock(round((CHECKS[-1] + 1) * MINUTES_PER_HOUR)))
-        test = {"rule_files": [f"{name}.rules.yml"], "evaluation_interval": "1m", "tests": [{"interval": "1m", **scenario}]}
-        (tmp / f"{name}-test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=1 << 20))
-        running[name] = subprocess.Popen([tool, "test", "rules", f"{name}-test.yaml"], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    done = {}
-    for name, process in running.items():
-        output, _ = process.communicate(timeout=600)  # reads while waiting: a long failure report never blocks the pipe
-        done[name] = subprocess.CompletedProcess(process.args, process.returncode, output, "")
-    return done
+        documents[name] = {"rule_files": [f"{name}.rules.yml"], "evaluation_interval": "1m", "tests": [{"interval": "1m", **scenario}]}
+    return promtool_tests(documents, tmp)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
