@@ -12,9 +12,7 @@ import os
 import secrets as random
 from pathlib import Path
 
-import bcrypt
 import click
-import yaml
 
 WEB_CONFIG = "web-config.yml"
 BCRYPT_COST = 12  # htpasswd -nBC 12's cost, as the web config's comment has always advised
@@ -38,6 +36,9 @@ def _password_file(directory: Path, name: str) -> tuple[str, bool]:
 @click.option("--extra", "extras", multiple=True, help="A password for something else (Grafana's admin; repeatable).")
 def secrets(directory: str, users: tuple[str, ...], extras: tuple[str, ...]) -> None:
     """Generate the passwords a compose deployment needs, once: DIR/<name>.password and DIR/web-config.yml."""
+    import bcrypt  # here, not at import: every other command (analyze) loads none of it
+    import yaml
+
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     created = []

@@ -16,6 +16,15 @@ which gives every alert, a later one too, the same treatment:
 
 Every acceptance alert carries a traffic floor, so an idle server never alerts. Metric names come
 from the catalogue (exporter/metric_names.py).
+
+Adding an alert: write an `Alert` in `listing()` (or a helper it calls) whose expr reads series only
+through `vllm_metric`, `sidecar_metric` or `scope.read` (a bare name fails tests/test_tenancy.py);
+give it `rank=` (a Rank value, or one between two) when it is a finding about one server's
+acceptance that a higher one explains or that explains lower ones, `fold=` the per-source labels
+when it reads the sidecar per upstream, `keep_firing=True` when it must outlast a restart; add its
+`[alerts.<name>]` (`for`, `severity`) to defaults.toml and its runbook section. `render` and
+inhibition.py do the rest: tenant scope, alert_labels, stable labels, the wait behind higher ranks
+and the inhibit rules.
 """
 
 from __future__ import annotations
