@@ -54,9 +54,12 @@ class DraftCost:
     per_block: float = 0.0
     verify_per_token: float = 0.01
 
-    def step(self, k: int) -> float:
-        """The cost of one step drafting k tokens, relative to a plain target step."""
-        return 1.0 + (self.per_block if k > 0 else 0.0) + (self.per_token + self.verify_per_token) * k
+    def step(self, k: int, drafted: float | None = None) -> float:
+        """The cost of one step drafting up to k tokens, relative to a plain target step. `drafted`
+        (T/D, the tokens a draft actually held) caps what is charged: an n-gram or suffix drafter
+        allowed k = 24 that drafts 2.55 tokens a step pays for 2.55, never for 24."""
+        tokens = k if drafted is None else min(float(k), drafted)
+        return 1.0 + (self.per_block if k > 0 else 0.0) + (self.per_token + self.verify_per_token) * tokens
 
     def describe(self) -> str:
         parts = []
@@ -89,6 +92,27 @@ MTP_SUFFIX = "_mtp"
 FALLBACK_COST = DraftCost()  # method unknown: an EAGLE-like head
 
 
+@dataclass(frozen=True, slots=True)
+class PlainPoint:
+    """Plain decoding at one load: `running` requests emitted `tokens_per_second` (a calibration band)."""
+
+    running: float
+    tokens_per_second: float
+    intervals: int = 0  # stats intervals behind it
+
+
+@dataclass(frozen=True, slots=True)
+class PlainCalibration:
+    """How fast this server decodes without speculation, by load (`specdecode-exporter calibrate`,
+    made from a plain run's or replica's own log): what a speculative server's throughput is
+    compared with (judge/payoff.py)."""
+
+    points: tuple[PlainPoint, ...]  # by running, ascending
+    source: str = ""  # what it was made from, for the report
+    model: str | None = None
+    server_version: str | None = None
+
+
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names the key and the value."""
 
@@ -103,6 +127,7 @@ class DeriveSettings:
     draft_token_cost_override: float | None = None  # --draft-token-cost: per_token for every series
     health_window: str = "5m"  # the window `specdecode_health` judges; the longest is its baseline
     stale_after: float = 300.0  # a source down this long stops exporting windowed gauges and a verdict
+    calibration: PlainCalibration | None = None  # plain decoding by load (--calibration): the pay-off estimate's other half
 
     def cost_for(self, method: str | None, model_name: str | None = None) -> DraftCost:
         """The step-cost model of a series: by model, else by drafter method, else the fallback."""
@@ -189,11 +214,13 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def load_derive_settings(
-    path: str | None, cost_override: float | None = None, health_window: str = "5m", stale_after: float = 300.0
+    path: str | None, cost_override: float | None = None, health_window: str = "5m", stale_after: float = 300.0,
+    calibration: PlainCalibration | None = None,
 ) -> DeriveSettings:
     """Read `[health]` and `[draft_cost]` from a TOML file (or defaults when no file)."""
     if path is None:
-        return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window, stale_after=stale_after)
+        return DeriveSettings(draft_token_cost_override=cost_override, health_window=health_window, stale_after=stale_after,
+                              calibration=calibration)
     import tomllib  # only with --config: every command's start-up counts (analyze is timed against grep)
 
     try:
@@ -205,12 +232,15 @@ def load_derive_settings(
     unknown = set(data) - {"health", "draft_cost"}
     if unknown:
         raise ConfigError(f"--config: unknown section(s) {sorted(unknown)} in {path!r}")
+    costs = _costs(data.get("draft_cost", {}))
     return DeriveSettings(
         thresholds=_thresholds(data.get("health", {})),
-        **_costs(data.get("draft_cost", {})),
+        method_costs=costs["method_costs"],
+        model_costs=costs["model_costs"],
         draft_token_cost_override=cost_override,
         health_window=health_window,
         stale_after=stale_after,
+        calibration=calibration,
     )
 
 

@@ -96,6 +96,28 @@ EXPECTED_SPEEDUP = _m(
     "Estimated speed-up over plain decoding if only the first speculative_tokens positions were drafted (E(k)/step cost(k)).",
     *W, "speculative_tokens",
 )
+# Pay-off at the server's load (judge/payoff.py): its own tokens/s against plain decoding's at the same
+# running requests, from a calibration (--calibration); absent without one, or without load in the log.
+PAYOFF_SPEEDUP = _m(
+    "payoff_speedup", "gauge",
+    "Tokens/s the server emits over what plain decoding emits at the same running requests (the calibration), over the window: "
+    "below 1, speculation is slower than not speculating at this load.", *W,
+)
+PAYOFF_RUNNING = _m("payoff_running_requests", "gauge", "Mean requests running over the window: the load the pay-off speed-up is for.", *W)
+PAYOFF_BEST_K = _m(
+    "payoff_recommended_speculative_tokens", "gauge",
+    "Number of speculative tokens with the most tokens/s at the window's load (0: plain decoding is faster), from the measured step costs.", *W,
+)
+BREAK_EVEN_RUNNING = _m(
+    "break_even_running_requests", "gauge",
+    "Running requests above which speculation is slower than plain decoding (measured between load bands, or extrapolated past the "
+    "busiest); absent when none is known.", *S,
+)
+SPECULATED_SHARE = _m(
+    "speculated_steps_ratio", "gauge",
+    "Share of decode steps that drafted over the window (D / (emitted - accepted tokens)): below 1 while speculation is partly off "
+    "(requests past the drafter's length, dynamic k at 0, adaptive verification).", *W,
+)
 INFO = _m(
     "info", "info", "Speculative config the server announced at startup.",
     "upstream", "model_name", "method", "num_speculative_tokens", "draft_model", "server_version",
@@ -173,7 +195,7 @@ HEALTH_STATES = 5  # ok, wasteful, degraded, broken, no_data (judge/verdict.py's
 
 
 def series_samples(
-    k: int, *, plugin: bool = False, derived_windows: int = 1, speedup_all: bool = False, conditional: bool = False
+    k: int, *, plugin: bool = False, derived_windows: int = 1, speedup_all: bool = False, conditional: bool = False, payoff: bool = False
 ) -> dict[str, int]:
     """The most `specdecode_*` samples one (model, engine) series exports at k, by sample name.
 
@@ -181,7 +203,9 @@ def series_samples(
     reference once; the derived gauges once per derived window (`--derived-windows`), with the
     expected speed-up for the recommended and the running k (two at most) unless
     `--speedup-candidates all`, and the conditional acceptance only with `--conditional-gauges`.
-    A gauge that cannot be known (no drafts in the window, a position never reached) is absent.
+    A gauge that cannot be known (no drafts in the window, a position never reached) is absent;
+    `payoff`: the server's lines print its load and the sidecar has a --calibration (the pay-off
+    gauges and the share of steps that speculated are there; without them, absent).
     """
     counts = {
         DRAFTS.sample_name: 1, DRAFT_TOKENS.sample_name: 1, ACCEPTED_TOKENS.sample_name: 1,
@@ -189,11 +213,13 @@ def series_samples(
         HEALTH.sample_name: HEALTH_STATES, VERDICT_INFO.sample_name: 1, HEALTH_SINCE.sample_name: 1,
         REFERENCE_MEAN_ACCEPTANCE_LENGTH.sample_name: 1, REFERENCE_POSITION_ACCEPTANCE.sample_name: k,
         INFO.sample_name: 1,  # one per upstream and model
+        BREAK_EVEN_RUNNING.sample_name: 1 if payoff else 0,
     }
     per_window = {
         DRAFT_ACCEPTANCE_RATIO.sample_name: 1, WASTED_TOKENS_RATE.sample_name: 1, MEAN_ACCEPTANCE_LENGTH.sample_name: 1,
         MEAN_DRAFT_LENGTH.sample_name: 1, RECOMMENDED_K.sample_name: 1, POSITION_ACCEPTANCE.sample_name: k,
         POSITION_CONDITIONAL.sample_name: k if conditional else 0, EXPECTED_SPEEDUP.sample_name: k + 1 if speedup_all else min(2, k + 1),
+        **{spec.sample_name: 1 if payoff else 0 for spec in (SPECULATED_SHARE, PAYOFF_SPEEDUP, PAYOFF_RUNNING, PAYOFF_BEST_K)},
     }
     counts.update({name: count * derived_windows for name, count in per_window.items()})
     return {name: count for name, count in counts.items() if count}

@@ -50,10 +50,23 @@ class ParsedSpecLine:
 
 
 @dataclass(frozen=True, slots=True)
+class EngineLoad:
+    """The load a stats line prints (`Avg prompt throughput: … Running: N reqs, Waiting: M reqs`):
+    throughputs over the interval since the engine's last stats line, the request counts at its end."""
+
+    prompt_throughput: float  # tokens/s
+    generation_throughput: float  # tokens/s: every token the engine emitted, accepted drafts included
+    running: int
+    waiting: int
+
+
+@dataclass(frozen=True, slots=True)
 class EngineMarker:
-    """An `Engine 00N:` (or `N Engines Aggregated:`) line: the next spec line of this pid is its."""
+    """An `Engine 00N:` (or `N Engines Aggregated:`) line: the next spec line of this pid is its.
+    A stats line also carries the engine's load over the interval that spec line counts."""
 
     engine: str
+    load: EngineLoad | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +125,10 @@ class Interval:
     draft_tokens_per_position: tuple[int, ...] = ()  # T_i, known only from the plugin's records
     emitted_tokens: int | None = None  # E, printed by V0 only: there A counts non-prefix acceptances, so L = E/D
     logged_at: float | None = None  # the line's own time (container stamp, vLLM's local stamp in the log's zone, plugin record); None: unknown
+    # the server's load over the interval (its stats line, or the scrape's gauges and counters); None: not printed
+    running: int | None = None  # requests running at the interval's end
+    running_before: int | None = None  # … at its start (the engine's previous stats line): equal bands = a steady load
+    generation_throughput: float | None = None  # tokens/s the engine emitted over the interval, plain and accepted alike
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,3 +105,37 @@ def test_tree_drafting_is_judged_by_length_not_acceptance_ratio():
     (series,) = store.snapshot().series
     notes = assess(series, DeriveSettings()).notes
     assert len(notes) == 1 and "tree drafting" in notes[0]  # and not the shortened-drafts note
+
+
+def _suffix_log(tmp_path) -> str:
+    """A suffix drafter allowed k = 24 that drafts 2.55 tokens a draft on average (the case of issue #31),
+    in vLLM 0.26.0's own format: `non-default args` (api_utils) and the V1-e spec line (v1/spec_decode/metrics.py)."""
+    rates = [0.600, 0.300, 0.120, 0.050, 0.020, 0.010] + [0.0] * 18
+    lines = ["(APIServer pid=7) INFO 12-03 10:00:00 [api_utils.py:273] non-default args: {'model': 'Qwen/Qwen3-8B', "
+             "'speculative_config': {'method': 'suffix', 'num_speculative_tokens': 24}}"]
+    for minute in range(30):
+        drafts, drafted = 1000, 2550
+        accepted = sum(round(drafts * r) for r in rates)
+        lines.append(f"(APIServer pid=7) INFO 12-03 10:{minute:02d}:10 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+                     f"{1 + accepted / drafts:.2f}, Accepted throughput: {accepted / 10:.2f} tokens/s, Drafted throughput: {drafted / 10:.2f} tokens/s, "
+                     f"Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {', '.join(f'{r:.3f}' for r in rates)}, "
+                     f"Avg Draft acceptance rate: {100 * accepted / drafted:.1f}%")
+    path = tmp_path / "suffix.log"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_suffix_drafter_is_charged_what_it_drafts_not_k(tmp_path):
+    """Charged 24 drafted tokens a step it never drafts, the advice was `wasteful — drafting 3 instead
+    of 24 would be about 67 % faster`: the cost model's own numbers say the steps cost the same."""
+    from exporter.config import DeriveSettings as Settings
+    from exporter.report.analyze import AnalyzeOptions, analyze
+
+    (series,) = analyze([_suffix_log(tmp_path)], Settings(), AnalyzeOptions(progress=False))["series"]
+    assert series["method"] == "suffix" and series["num_speculative_tokens"] == 24
+    assert series["mean_draft_length"] == pytest.approx(2.55)
+    assert series["health"] == "ok", series["reason"]
+    speedup = series["speedup_estimate"]
+    best = series["recommended_speculative_tokens"]
+    # every k' past the drafted length costs what 2.55 drafted tokens cost: the curve is flat there, never falling
+    assert speedup[24] == pytest.approx(max(speedup), rel=1e-9) and speedup[best] == pytest.approx(speedup[24], rel=1e-9)

@@ -152,7 +152,9 @@ def logs(draw: st.DrawFn) -> list[str]:
         stamp = f"{'12-31' if day == 0 and hours < 24 else '01-01'} {hours % 24:02d}:{rest // 60:02d}:{rest % 60:02d}"
         roll = draw(st.integers(0, 9))
         if roll < 3:
-            lines.append(f"{_prefix(draw, stamp, 'loggers.py:259')}Engine {draw(st.integers(0, 2)):03d}: Avg prompt throughput: 1.0 tokens/s")
+            load = (f", Avg generation throughput: {draw(st.integers(0, 90000)) / 10:.1f} tokens/s, Running: {draw(st.integers(0, 300))} reqs, "
+                    f"Waiting: {draw(st.integers(0, 9))} reqs, GPU KV cache usage: 1.0%") if draw(st.booleans()) else ""
+            lines.append(f"{_prefix(draw, stamp, 'loggers.py:259')}Engine {draw(st.integers(0, 2)):03d}: Avg prompt throughput: 1.0 tokens/s{load}")
         line = _v1e(draw, stamp) if roll < 8 else _other(draw, stamp)
         lines.append(_json_record(draw, line, stamp) if draw(st.integers(0, 9)) == 0 else line)
     return lines

@@ -1,77 +1,90 @@
-"""Load: 200 concurrent clients on /metrics and /api/v1/status of a sidecar holding 1,000 series.
-
-Zero errors is the assertion; latencies are reported, never asserted (timing belongs to benchmarks).
-CI runs it for a few seconds; SPECDECODE_LOAD_SECONDS=60 runs the full version:
-
-    SPECDECODE_LOAD_SECONDS=60 python -m pytest -s tests/test_load.py
-"""
+"""The server's load beside its acceptance (exporter/state/load.py): sums, bands, the steady rule."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import statistics
-import time
-from collections import Counter
+import math
 
-import httpx
-import pytest
-from helpers import running_exporter, value
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-pytestmark = pytest.mark.slow  # 200 HTTP clients against a running sidecar
+from exporter.intervals.columns import IntervalColumns
+from exporter.records import Interval, SeriesKey
+from exporter.state.load import LoadProfile, LoadSums, band_of, steady_band
+from exporter.state.window import Totals, plus_columns
 
-SECONDS = float(os.environ.get("SPECDECODE_LOAD_SECONDS", "3"))
-CLIENTS = 200
-SERIES = 1000
+KEY = SeriesKey("log", "m", "0", "log")
 
 
-def log_with_series(count: int) -> str:
-    lines = []
-    for engine in range(count):
-        lines.append(f"(APIServer pid=1) INFO 12-02 08:19:42 [loggers.py:273] Engine {engine:03d}: Avg prompt throughput: 1.0 tokens/s")
-        lines.append(
-            "(APIServer pid=1) INFO 12-02 08:19:42 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.20, "
-            "Accepted throughput: 12.00 tokens/s, Drafted throughput: 20.00 tokens/s, Accepted: 120 tokens, Drafted: 200 tokens, "
-            "Per-position acceptance rate: 0.700, 0.500, Avg Draft acceptance rate: 60.0%"
-        )
-    return "\n".join(lines) + "\n"
+def _interval(end: float, running: int | None, before: int | None, generation: float | None, drafts: int = 100, k: int = 4) -> Interval:
+    accepted = [80, 60, 40, 20][:k]
+    return Interval(key=KEY, end=end, start=end - 2.0, seconds=2.0, draft_tokens=drafts * k, accepted_tokens=sum(accepted) * drafts // 100,
+                    drafts=drafts, accepted_per_position=tuple(a * drafts // 100 for a in accepted), k=k, drafts_range=(drafts, drafts),
+                    variant="V1-e", running=running, running_before=before, generation_throughput=generation)
 
 
-async def hammer(base: str) -> tuple[list[float], Counter[str], int]:
-    latencies: list[float] = []
-    errors: Counter[str] = Counter()  # what went wrong, so a failure says it
-    deadline = time.monotonic() + SECONDS
-    limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
-    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as client:
-
-        async def one_client(index: int) -> None:
-            paths = ("/metrics", "/api/v1/status")
-            turn = index
-            while time.monotonic() < deadline:
-                started = time.monotonic()
-                try:
-                    response = await client.get(paths[turn % 2])
-                    if response.status_code != 200:
-                        errors[f"{paths[turn % 2]} answered {response.status_code}"] += 1
-                except httpx.HTTPError as error:
-                    errors[f"{paths[turn % 2]}: {type(error).__name__} {error}"] += 1
-                latencies.append(time.monotonic() - started)
-                turn += 1
-
-        await asyncio.gather(*(one_client(i) for i in range(CLIENTS)))
-    return latencies, errors, len(latencies)
+def test_a_band_is_a_power_of_two_and_a_steady_interval_keeps_its_band():
+    assert [band_of(n) for n in (1, 2, 3, 4, 5, 6, 11, 12, 256)] == [0, 1, 2, 2, 2, 3, 3, 4, 8]  # round(log2): 1, 2, 4 … each its band
+    assert band_of(0) is None  # idle
+    assert steady_band(_interval(1.0, 16, 14, 900.0)) == 4
+    assert steady_band(_interval(1.0, 64, 32, 900.0)) is None  # the load moved across the interval: no band's throughput
+    assert steady_band(_interval(1.0, 64, None, 900.0)) is None  # the first stats line: its start is unknown
 
 
-def test_200_clients_against_1000_series_get_no_errors(tmp_path):
-    log = tmp_path / "vllm.log"
-    log.write_text(log_with_series(SERIES))
-    with running_exporter("--log", str(log), "--from-start", "--window", "5m", "--health-window", "5m") as exporter:
-        exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == SERIES, f"{SERIES} series")
-        latencies, errors, requests = asyncio.run(hammer(exporter.base_url))
-    latencies.sort()
-    print(
-        f"\nload: {CLIENTS} clients for {SECONDS:.0f} s against {SERIES} series: {requests} requests, {sum(errors.values())} errors, "
-        f"p50 {statistics.median(latencies) * 1000:.0f} ms, p99 {latencies[int(len(latencies) * 0.99) - 1] * 1000:.0f} ms"
+def test_window_sums_give_running_throughput_and_the_share_of_steps_that_drafted():
+    totals = Totals()
+    for i, (running, rate) in enumerate([(16, 1000.0), (16, 1200.0), (None, None)]):
+        totals = totals.plus(_interval(float(i), running, 16, rate))
+    load = totals.load
+    assert load.intervals == 2 and load.seconds == 4.0  # the interval without a stats line has no load
+    assert load.mean_running == 16 and load.generation_rate == 1100.0
+    assert load.drafts == 200 and load.mean_acceptance_length == 1 + 400 / 200 and load.drafted_length == 4
+    # 4400 tokens emitted, 400 of them accepted drafts: 4000 steps, 200 of them drafted
+    assert math.isclose(load.speculated_share or 0, 200 / 4000)
+    assert totals.plus(_interval(0.0, 16, 16, 1000.0), sign=-1).load.intervals == 1  # leaving a window takes it out
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> list[Interval]:
+    n = draw(st.integers(1, 30))
+    running = draw(st.lists(st.sampled_from([-1, 0, 1, 2, 3, 7, 8, 9, 16, 30, 256]), min_size=n + 1, max_size=n + 1))
+    return [
+        _interval(float(i), None if running[i + 1] < 0 else running[i + 1], None if running[i] < 0 else running[i],
+                  draw(st.one_of(st.none(), st.floats(0.0, 50_000.0))), drafts=draw(st.integers(1, 500)), k=draw(st.sampled_from([2, 4])))
+        for i in range(n)
+    ]
+
+
+def _columns(intervals: list[Interval]) -> IntervalColumns:
+    width = max(len(i.accepted_per_position) for i in intervals)
+    return IntervalColumns(
+        KEY, "V1-e", np.array([i.end for i in intervals]), np.array([i.start for i in intervals], float), np.array([i.seconds for i in intervals], float),
+        np.full(len(intervals), np.nan), np.array([i.accepted_tokens for i in intervals]), np.array([i.draft_tokens for i in intervals]),
+        np.array([i.drafts for i in intervals]), np.array([i.drafts for i in intervals]), np.array([i.drafts for i in intervals]),
+        np.array([i.k for i in intervals]), np.array([i.accepted_per_position + (0,) * (width - len(i.accepted_per_position)) for i in intervals]),
+        np.array([-1 if i.running is None else i.running for i in intervals]),
+        np.array([-1 if i.running_before is None else i.running_before for i in intervals]),
+        np.array([np.nan if i.generation_throughput is None else i.generation_throughput for i in intervals]),
     )
-    assert not errors, dict(errors)
-    assert requests >= CLIENTS
+
+
+def _close(left: LoadSums, right: LoadSums) -> bool:
+    return (left.intervals, left.drafts, left.accepted, left.draft_tokens, left.accepted_per_position) == (
+        right.intervals, right.drafts, right.accepted, right.draft_tokens, right.accepted_per_position
+    ) and all(math.isclose(getattr(left, name), getattr(right, name), rel_tol=1e-9, abs_tol=1e-9) for name in ("seconds", "generated", "running"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_rows())
+def test_a_profile_of_columns_is_the_profile_of_its_intervals(intervals):
+    one_by_one = LoadProfile()
+    for interval in intervals:
+        one_by_one = one_by_one.plus(interval)
+    at_once = LoadProfile().plus_columns(_columns(intervals))
+    assert [band for band, _ in at_once.bands] == [band for band, _ in one_by_one.bands]
+    assert all(_close(a, b) for (_, a), (_, b) in zip(at_once.bands, one_by_one.bands, strict=True))
+    # and the window sums: Totals.plus one by one, plus_columns at once (the seconds and floats added left to right: equal)
+    totals = Totals()
+    for interval in intervals:
+        totals = totals.plus(interval)
+    assert plus_columns(Totals(), _columns(intervals)).load == totals.load

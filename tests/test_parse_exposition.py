@@ -235,3 +235,27 @@ def test_counters_that_fall_under_the_same_created_are_a_drained_endpoint_not_a_
     results = [drained.accept("http://127.0.0.1:2/metrics", body(drafts, 100.0), float(at)) for at, drafts in enumerate([500, 420])]
     assert results[0].failure is None
     assert results[1].stop and results[1].failure is not None and results[1].failure[0] == "drained_endpoint"
+
+
+def test_the_load_beside_the_spec_counters_is_read_and_becomes_the_intervals():
+    """vllm:num_requests_running and vllm:generation_tokens_total of a speculating series (0.26.0
+    v1/metrics/loggers.py: the gauge and the counter beside the spec_decode families)."""
+    text = "\n".join([
+        'vllm:num_requests_running{engine="0",model_name="m"} 64.0',
+        'vllm:num_requests_running{engine="0",model_name="plain-model"} 3.0',  # no spec counters: not a series
+        'vllm:generation_tokens_total{engine="0",model_name="m"} 10000.0',
+        'vllm:generation_tokens_created{engine="0",model_name="m"} 1.7e9',
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100.0',
+        'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 400.0',
+        'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 200.0',
+    ]) + "\n"
+    snapshot = parse_exposition(text)
+    assert set(snapshot.counters) == {("m", "0")}
+    first = snapshot.counters[("m", "0")]
+    assert (first.running, first.generation_tokens) == (64.0, 10000.0)
+    deltas = ScrapeDeltas("http://t/metrics")
+    deltas.update(snapshot.counters, at=1000)
+    later = parse_exposition(text.replace("10000.0", "20000.0").replace("} 64.0", "} 60.0").replace("} 100.0", "} 3100.0")
+                             .replace("} 400.0", "} 12400.0").replace("} 200.0", "} 7200.0"))
+    (interval,) = deltas.update(later.counters, at=1005)
+    assert (interval.running, interval.running_before, interval.generation_throughput) == (60, 64, 2000.0)

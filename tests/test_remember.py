@@ -81,6 +81,8 @@ def _columns(intervals: list[Interval]) -> IntervalColumns:
         np.array([np.nan if i.logged_at is None else i.logged_at for i in intervals]), column("accepted_tokens"), column("draft_tokens"),
         column("drafts"), np.array([i.drafts_range[0] for i in intervals]), np.array([i.drafts_range[1] for i in intervals]),  # type: ignore[index]
         column("k"), np.array([i.accepted_per_position + (0,) * (width - len(i.accepted_per_position)) for i in intervals], dtype=np.int64),
+        np.array([-1 if i.running is None else i.running for i in intervals]), np.array([-1 if i.running_before is None else i.running_before for i in intervals]),
+        np.array([np.nan if i.generation_throughput is None else i.generation_throughput for i in intervals]),
     )
 
 

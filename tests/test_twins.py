@@ -49,6 +49,8 @@ TWINS = (
          "test_remember::test_blocks_leave_the_memory_one_interval_at_a_time_leaves"),
     Twin("exporter.state.health:HealthMemory.remember", "exporter.state.health:HealthMemory.remember_columns",
          "test_remember::test_blocks_leave_the_memory_one_interval_at_a_time_leaves"),
+    Twin("exporter.state.load:LoadProfile.plus", "exporter.state.load:LoadProfile.plus_columns",
+         "test_load::test_a_profile_of_columns_is_the_profile_of_its_intervals"),
     Twin("exporter.judge.verdict:judge", "exporter.judge.verdict_columns:judge_states",  # the thresholds: verdict.py's rules on arrays
          "test_remember::test_the_vectorised_verdict_is_the_verdict"),
 )

@@ -17,12 +17,12 @@ import click
 from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
 from exporter.cli.mixin import mixin
-from exporter.cli.options import derive_options, option, reference_options, reference_rule_args, seconds
+from exporter.cli.options import derive_options, load_calibration, option, reference_options, reference_rule_args, seconds
 from exporter.cli.secrets import secrets
 from exporter.cli.settings import SERVE_DEFAULTS, ServeFlags, serve_settings
 from exporter.cli.simulation import demo, simulate
 from exporter.cli.supervise import supervise
-from exporter.config import ENGINES, ConfigError, LogFormat, load_derive_settings
+from exporter.config import ENGINES, LOG_FORMATS, ConfigError, LogFormat, load_derive_settings
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
 from exporter.state.reference import ReferenceRule
@@ -50,8 +50,10 @@ def main(log_level: str) -> None:
 @derive_options
 def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | None, plot: str | None, health_window: str, jobs: int | None,
                 reference_hold: str, reference_window: str, reference_min_drafts: int, reference_recovery: str, config_path: str | None,
-                draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None) -> None:
-    """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
+                draft_token_cost: float | None, model_name: str | None, log_format: LogFormat, log_timezone: str | None,
+                calibration_path: str | None) -> None:
+    """Report per-position acceptance, L, α, recommended k and verdict from whole log files; with
+    --calibration, the speed-up over plain decoding by load, the break-even load and a k per batch size.
 
     PATHS are vLLM logs (plain, or .gz; `-` for stdin). Without PATHS a real vLLM 0.24.0 log
     shipped with the package is analysed.
@@ -67,7 +69,7 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
                 raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
     seconds(health_window, "--health-window")
     try:
-        settings = load_derive_settings(config_path, draft_token_cost, health_window)
+        settings = load_derive_settings(config_path, draft_token_cost, health_window, calibration=load_calibration(calibration_path))
     except (ConfigError, ValueError) as error:
         raise click.UsageError(str(error)) from None
     reference = ReferenceRule.of(*reference_rule_args(reference_hold, reference_window, reference_min_drafts, reference_recovery))
@@ -185,6 +187,42 @@ def check_config(
         counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
         click.echo(f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} notes")
     sys.exit(exit_status(findings))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False, dir_okay=False, allow_dash=True))
+@option("--out", type=click.Path(dir_okay=False, writable=True), help="Write the calibration here (JSON); without it, print it.")
+@option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, help="Container framing of the log.")
+def calibrate(paths: tuple[str, ...], out: str | None, log_format: LogFormat) -> None:
+    """Measure plain decoding's throughput by load from a plain run's log, for --calibration.
+
+    PATHS are the logs of one server (or replica) running the same model on the same GPUs without
+    --speculative-config, under a range of loads — a ladder of 1, 2, 4 … 256 concurrent requests,
+    each held for three stats intervals or more, or a day of real traffic. What is kept: each
+    band's mean running requests and generation tokens/s from vLLM's stats lines.
+    """
+    from exporter.judge.calibration import CalibrationError, calibration_json
+    from exporter.report.calibrate import calibrate as measure
+
+    for path in paths:
+        if path != "-":
+            try:
+                open(path, "rb").close()
+            except OSError as error:
+                raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="PATHS") from None
+    try:
+        calibration = measure(list(paths), log_format)
+    except CalibrationError as error:
+        raise click.ClickException(str(error)) from None
+    text = json.dumps(calibration_json(calibration), indent=2) + "\n"
+    if out:
+        with open(out, "w", encoding="utf-8") as file:
+            file.write(text)
+        points = calibration.points
+        click.echo(f"wrote {out}: plain decoding at {len(points)} loads, {points[0].running:.3g}–{points[-1].running:.3g} running requests "
+                   f"({points[0].tokens_per_second:.0f}–{max(p.tokens_per_second for p in points):.0f} tokens/s)", err=True)
+    else:
+        click.echo(text, nl=False)
 
 
 main.add_command(simulate)

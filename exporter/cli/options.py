@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from exporter.config import LOG_FORMATS, parse_duration
+from exporter.config import LOG_FORMATS, PlainCalibration, parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,39 @@ def derive_options(func: F) -> F:
     func = option("--model-name", help="model_name label to use instead of the served model name found in the log.")(func)
     func = option("--log-format", type=click.Choice(LOG_FORMATS), default="auto", show_default=True, envvar=INPUT_FORMAT_ENV, callback=legacy_log_format,
         help="Container framing of the log: docker json-file, Kubernetes CRI, plain, or detect per file.")(func)
+    func = option("--calibration", "calibration_path", type=click.Path(dir_okay=False), callback=_calibration,
+        help="Plain decoding's throughput by load on this server (made by `specdecode-exporter calibrate PLAIN_LOG --out FILE`): "
+             "with it, the speed-up over plain decoding at the server's load, the break-even load and a k per batch size.")(func)
     func = option("--log-timezone", callback=_log_timezone, show_default="learned per file",
         help="Zone of vLLM's local stamps: UTC, an offset (+09:00) or a zone name (Asia/Tokyo); without it, each file's "
              "modification time against its last line tells the offset (live lines against their arrival), rounded to 15 min.")(func)
     return func
+
+
+def _calibration(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Read and checked here, so a bad file is a usage error naming the flag; the commands read it again (judge/calibration.py)."""
+    if value is not None:
+        load_calibration(value)
+    return value
+
+
+def load_calibration(path: str | None) -> PlainCalibration | None:
+    """The calibration at `path` (None: none); click.BadParameter naming what is wrong."""
+    if path is None:
+        return None
+    import json
+
+    from exporter.judge.calibration import CalibrationError, calibration_from_json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+        return calibration_from_json(data, path)
+    except OSError as error:
+        raise click.BadParameter(f"cannot read {path!r}: {error.strerror}", param_hint="--calibration") from None
+    except (ValueError, CalibrationError) as error:
+        raise click.BadParameter(str(error) if isinstance(error, CalibrationError) else f"{path}: not JSON ({error})",
+                                 param_hint="--calibration") from None
 
 
 def _log_timezone(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

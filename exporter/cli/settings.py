@@ -18,6 +18,7 @@ from exporter.cli.options import (
     REFERENCE_RECOVERY,
     REFERENCE_WINDOW,
     comma_list,
+    load_calibration,
     parse_windows,
     reference_rule_args,
     seconds,
@@ -75,6 +76,7 @@ class ServeFlags:
     model_name: str | None = None
     log_format: LogFormat = "auto"
     log_timezone: str | None = None
+    calibration_path: str | None = None
 
 
 SERVE_DEFAULTS = ServeFlags()
@@ -117,7 +119,8 @@ def serve_settings(flags: ServeFlags) -> Settings:
 
     try:
         parse_listen(flags.listen)
-        derive_settings = load_derive_settings(flags.config_path, flags.draft_token_cost, flags.health_window, stale_seconds)
+        derive_settings = load_derive_settings(flags.config_path, flags.draft_token_cost, flags.health_window, stale_seconds,
+                                               load_calibration(flags.calibration_path))
         target_urls = tuple(target_from_url(url).url for url in flags.targets)
         pair_map = parse_pairs(flags.pairs) or default_pairs(flags.logs, target_urls, flags.plugin_dirs)
         if flags.web_config_file:

@@ -22,6 +22,7 @@ from exporter.expose.families import (
     config_info,
     counters,
     memory_gauges,
+    payoff_gauges,
     series_labels,
     source_metrics,
     stale_upstreams,
@@ -129,7 +130,10 @@ class Collector:
                 for candidate in STATES:
                     add(names.HEALTH, [*labels, candidate], 1.0 if candidate == state else 0.0)
                 info(names.VERDICT_INFO, {**dict(zip(names.SERIES_LABELS, labels, strict=False)), "state": state, "reason": assessment.verdict.reason})
-                memory_gauges(series, state, labels, add)
+                # slower than plain decoding is the load's doing, not the drafter's: its health began when the memory's did
+                since_state = series.memory.state if assessment.verdict.reason == "slower_than_plain" and series.memory is not None else state
+                memory_gauges(series, since_state, labels, add)
+                payoff_gauges(assessment, labels, [*labels, name], add, advise=advise)
 
     def _cross_check(self, snapshot: Snapshot, add: Add) -> None:
         for gap in cross_check(snapshot, self.store.pairs):

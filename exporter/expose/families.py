@@ -11,6 +11,7 @@ from exporter import metric_names as names
 from exporter.config import ExpositionSettings
 from exporter.expose.labels import clean
 from exporter.expose.lines import Add, Info
+from exporter.judge.assess import Assessment
 from exporter.judge.derive import Derived
 from exporter.judge.memory import health_since
 from exporter.records import SeriesKey
@@ -141,3 +142,22 @@ def window_gauges(derived: Derived, w: list[str], add: Add, exposition: Expositi
         add(names.RECOMMENDED_K, w, derived.recommended_speculative_tokens)
     for k in speedup_candidates(derived, exposition.speedup_all):
         add(names.EXPECTED_SPEEDUP, [*w, str(k)], derived.speedup[k])
+
+
+def payoff_gauges(assessment: Assessment, labels: list[str], w: list[str], add: Add, *, advise: bool = True) -> None:
+    """The judged window's pay-off at the server's load (judge/payoff.py) and how much of decoding
+    speculated; each absent where it cannot be known (no calibration, no load printed)."""
+    share = assessment.totals.load.speculated_share
+    if share is not None:
+        add(names.SPECULATED_SHARE, w, share)
+    payoff = assessment.payoff
+    if payoff is None:
+        return
+    now = payoff.now
+    if now is not None and now.speedup is not None:
+        add(names.PAYOFF_SPEEDUP, w, now.speedup)
+        add(names.PAYOFF_RUNNING, w, now.running)
+        if advise and now.best_k is not None:
+            add(names.PAYOFF_BEST_K, w, now.best_k)
+    if payoff.break_even_running is not None:
+        add(names.BREAK_EVEN_RUNNING, labels, payoff.break_even_running)

@@ -28,7 +28,7 @@ from exporter.intervals.outcome import LineOutcome
 from exporter.intervals.reconstruct import reconstruct, reconstruct_many
 from exporter.parse.vllm_block import V1E as VARIANT
 from exporter.parse.vllm_block import BlockLines, scan_block
-from exporter.records import RawLine, RecordSink
+from exporter.records import EngineLoad, RawLine, RecordSink
 
 
 @dataclass
@@ -41,15 +41,18 @@ class BlockResult:
     problems: Counter[str] = field(default_factory=Counter)
 
     def last_logged(self) -> float | None:
-        """The own time of the block's last interval that has one (the source's status: how far behind)."""
-        for item in reversed(self.items):
+        """The own time of the block's last interval that has one (the source's status: how far behind):
+        the latest, since a block's columns come one series at a time, not in line order."""
+        latest: float | None = None
+        for item in self.items:
             if isinstance(item, IntervalColumns):
                 known = item.logged[~np.isnan(item.logged)]
-                if len(known):
-                    return float(known[-1])
-            elif item.interval is not None and item.interval.logged_at is not None:
-                return item.interval.logged_at
-        return None
+                found = float(known.max()) if len(known) else None
+            else:
+                found = item.interval.logged_at if item.interval is not None else None
+            if found is not None and (latest is None or found > latest):
+                latest = found
+        return latest
 
 
 def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: float) -> BlockResult:
@@ -76,6 +79,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
     """One run of plain Engine / V1-e lines: what from_vllm.VllmSpecReader.read does to each, on arrays, moving the same LogState."""
     spec = lines.spec
     engines = _engines(state, lines.pid, lines.engine)
+    running, running_before, generation = _loads(state, lines)
     n_spec = int(spec.sum())
     if not n_spec:
         return
@@ -85,6 +89,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
     changed = np.flatnonzero(np.diff(pids, prepend=pids[0] - 1) != 0)
     state.spec_lines_from(None if pid < 0 else pid for pid in pids[changed].tolist())
     engines, ks, rates = engines[where], lines.ks[where], lines.rates[where]
+    running, running_before, generation = running[where], running_before[where], generation[where]
     accepted, drafted = lines.accepted[where], lines.drafted[where]
     mean_length, printed, throughput_value = lines.mean[where], lines.percent[where], lines.throughput[where]
     empty = drafted == 0  # a `nan%` line: nothing was drafted
@@ -139,7 +144,7 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
         result.items.append(IntervalColumns.build(
             key=key, variant=VARIANT, ends=ends[mine], starts=starts, logged=logged[mine], accepted=accepted[rows], draft_tokens=drafted[rows],
             throughput=throughput_value[rows], drafts=drafts[mine], low=low[mine], high=high[mine], ks=ks[rows],
-            positions=positions[mine],
+            positions=positions[mine], running=running[rows], running_before=running_before[rows], generation=generation[rows],
         ))
 
 
@@ -175,6 +180,53 @@ def _engines(state: LogState, pid: np.ndarray, engine: np.ndarray) -> np.ndarray
         names[mine] = table[codes[np.searchsorted(marks, np.arange(len(mine)), side="right")]]
         state.set_engine(key, str(table[codes[-1]]))
     return names
+
+
+def _loads(state: LogState, lines: BlockLines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each spec line's load as from_vllm takes it (LogState.take_load): its pid's last stats line, if
+    that came after the pid's previous spec line, and the running count of that engine's stats line
+    before it. (running, running before, generation throughput) for every line, -1 / nan where none;
+    the state is left as the lines read one by one would leave it (LogState.settle_loads)."""
+    n = len(lines.pid)
+    running, before, generation = np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.full(n, np.nan)
+    for process in np.unique(lines.pid).tolist():
+        key = None if process < 0 else process
+        mine = np.flatnonzero(lines.pid == process)
+        marks = np.flatnonzero(lines.running[mine] >= 0)  # this pid's stats lines, as positions in `mine`
+        specs = np.flatnonzero(lines.spec[mine])
+        if not len(marks) and not len(specs):
+            continue
+        mark_running = lines.running[mine[marks]]
+        mark_engine = lines.engine[mine[marks]]
+        mark_before = np.full(len(marks), -1, np.int64)
+        last: dict[str, int] = {}
+        for number in np.unique(mark_engine).tolist():  # each engine's previous stats line (DP: one pid logs them all)
+            same = np.flatnonzero(mark_engine == number)
+            known = state.last_running(key, str(number))
+            mark_before[same] = np.concatenate(([-1 if known is None else known], mark_running[same][:-1]))
+            last[str(number)] = int(mark_running[same][-1])
+        pending = state.pending_load(key)
+        if len(specs):
+            latest = np.searchsorted(marks, specs) - 1  # each spec line's last stats line before it (-1: none here)
+            previous_spec = np.concatenate(([-1], specs[:-1]))
+            taken = latest >= 0
+            taken[taken] = marks[latest[taken]] > previous_spec[taken]
+            rows = mine[specs[taken]]
+            running[rows], before[rows] = mark_running[latest[taken]], mark_before[latest[taken]]
+            generation[rows] = lines.generation[mine[marks[latest[taken]]]]
+            if pending is not None and latest[0] < 0:  # the first spec line takes a stats line of an earlier block
+                load, was = pending
+                running[mine[specs[0]]], before[mine[specs[0]]] = load.running, -1 if was is None else was
+                generation[mine[specs[0]]] = load.generation_throughput
+        if len(marks) and (not len(specs) or marks[-1] > specs[-1]):
+            at = mine[marks[-1]]
+            pending = (EngineLoad(prompt_throughput=float(lines.prompt[at]), generation_throughput=float(lines.generation[at]),
+                                  running=int(lines.running[at]), waiting=int(lines.waiting[at])),
+                       None if mark_before[-1] < 0 else int(mark_before[-1]))
+        elif len(specs):
+            pending = None
+        state.settle_loads(key, pending, last)
+    return running, before, generation
 
 
 def deliver(result: BlockResult, sink: RecordSink, upstream: str) -> BlockResult:

@@ -32,23 +32,28 @@ class IntervalColumns:
     high: np.ndarray
     ks: np.ndarray
     positions: np.ndarray  # (n, width ≥ k); row i's A_i are its first ks[i]
+    running: np.ndarray  # Interval.running; -1: unknown
+    running_before: np.ndarray  # Interval.running_before; -1: unknown
+    generation: np.ndarray  # Interval.generation_throughput; nan: unknown
 
     @classmethod
     def build(cls, *, key: SeriesKey, variant: str, ends: np.ndarray, starts: np.ndarray, logged: np.ndarray, accepted: np.ndarray,
               draft_tokens: np.ndarray, throughput: np.ndarray, drafts: np.ndarray, low: np.ndarray, high: np.ndarray, ks: np.ndarray,
-              positions: np.ndarray) -> IntervalColumns:
+              positions: np.ndarray, running: np.ndarray, running_before: np.ndarray, generation: np.ndarray) -> IntervalColumns:
         """The interval's length as from_vllm._seconds takes it: A / accepted throughput, else line spacing."""
         with np.errstate(divide="ignore", invalid="ignore"):
             printed = (throughput > 0) & (throughput < np.inf) & (accepted > 0)
             spacing = np.where(~np.isnan(starts) & (ends > starts), ends - starts, np.nan)
             seconds = np.where(printed, accepted / throughput, spacing)
-        return cls(key, variant, ends, starts, seconds, logged, accepted, draft_tokens, drafts, low, high, ks, positions[:, : int(ks.max())])
+        return cls(key, variant, ends, starts, seconds, logged, accepted, draft_tokens, drafts, low, high, ks, positions[:, : int(ks.max())],
+                   running, running_before, generation)
 
     def rows(self, first: int, stop: int) -> IntervalColumns:
         """Rows first … stop − 1."""
         cut = slice(first, stop)
         return IntervalColumns(self.key, self.variant, self.ends[cut], self.starts[cut], self.seconds[cut], self.logged[cut], self.accepted[cut],
-                               self.draft_tokens[cut], self.drafts[cut], self.low[cut], self.high[cut], self.ks[cut], self.positions[cut])
+                               self.draft_tokens[cut], self.drafts[cut], self.low[cut], self.high[cut], self.ks[cut], self.positions[cut],
+                               self.running[cut], self.running_before[cut], self.generation[cut])
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -58,13 +63,17 @@ class IntervalColumns:
         def known(values: np.ndarray) -> list[float | None]:
             return [None if math.isnan(value) else value for value in values[first:stop].tolist()]
 
+        def count(values: np.ndarray) -> list[int | None]:
+            return [None if value < 0 else value for value in values[first:stop].tolist()]
+
         rows = zip(*(column[first:stop].tolist() for column in (self.ends, self.draft_tokens, self.accepted, self.drafts, self.positions, self.ks,
                                                                  self.low, self.high)), known(self.starts), known(self.seconds),
-                   known(self.logged), strict=True)
+                   known(self.logged), count(self.running), count(self.running_before), known(self.generation), strict=True)
         return [
             Interval(key=self.key, end=end, start=start, seconds=seconds, draft_tokens=t, accepted_tokens=a, drafts=d,
-                     accepted_per_position=tuple(positions[:k]), k=k, drafts_range=(low, high), variant=self.variant, logged_at=logged)
-            for end, t, a, d, positions, k, low, high, start, seconds, logged in rows
+                     accepted_per_position=tuple(positions[:k]), k=k, drafts_range=(low, high), variant=self.variant, logged_at=logged,
+                     running=running, running_before=before, generation_throughput=generation)
+            for end, t, a, d, positions, k, low, high, start, seconds, logged, running, before, generation in rows
         ]
 
     def sums(self) -> ColumnSums:

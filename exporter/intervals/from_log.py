@@ -84,7 +84,7 @@ class LogInterpreter(LogState):
             return self._spec.read(line, envelope.pid, envelope.month_day_time, parsed, envelope.dated)
         marker = parse_engine_marker(message)
         if marker is not None:
-            self.set_engine(envelope.pid, marker.engine)
+            self.set_engine(envelope.pid, marker.engine, marker.load)
             return NOTHING
         seen = seen_line(message)
         if seen is not None:

@@ -104,11 +104,14 @@ class ScrapeDeltas:
             count = round(now.accepted_per_position.get(position, before) - before)
             positions.append(min(count, round(drafts)) if drafts is not None else count)
         k = len(positions) or None
+        seconds = at - previous.at
+        generated = _delta(previous.counters.generation_tokens, now.generation_tokens)
+        load_known = now.running is not None and generated is not None and generated >= 0 and seconds > 0
         return Interval(
             key=SeriesKey(upstream=self.upstream, model_name=key[0], engine=key[1], source="metrics"),
             end=at,
             start=previous.at,
-            seconds=at - previous.at,
+            seconds=seconds,
             draft_tokens=round(draft_tokens),
             accepted_tokens=round(accepted),
             drafts=None if drafts is None else round(drafts),
@@ -116,6 +119,9 @@ class ScrapeDeltas:
             accepted_per_position=tuple(positions),
             k=k,
             variant=self.variant,
+            running=round(now.running) if load_known and now.running is not None else None,
+            running_before=round(previous.counters.running) if load_known and previous.counters.running is not None else None,
+            generation_throughput=generated / seconds if load_known and generated is not None else None,
         )
 
 

@@ -47,6 +47,7 @@ class VllmSpecReader:
         config: SpecConfig | None = None
         new_run = False
         state.spec_lines_from((pid,))
+        load = None if parsed.cumulative else state.take_load(pid)  # every V1 spec line takes its stats line's load, used or not
         if parsed.cumulative:
             if parsed.accepted_tokens > parsed.draft_tokens:  # V0's totals: more accepted than ever drafted
                 return refused(state.upstream, line, "inconsistent_counts")
@@ -107,6 +108,9 @@ class VllmSpecReader:
             variant=parsed.variant,
             emitted_tokens=emitted,
             logged_at=own,
+            running=None if load is None else load[0].running,
+            running_before=None if load is None else load[1],
+            generation_throughput=None if load is None else load[0].generation_throughput,
         )
         return LineOutcome(interval=interval, config=config, spec_line=True, variant=parsed.variant, problem=state.unresolved(line, own))
 

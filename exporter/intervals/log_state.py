@@ -5,7 +5,9 @@ The readers of a log's lines (from_vllm.py, from_plugin.py, from_sglang.py) and 
 one by one. This is the contract between them; only its public methods change it:
   * the speculative config and served model name from the startup lines (`take_config`, `series`);
   * which engine a V1 spec line belongs to — the `Engine 00N:` line that precedes it from the same
-    pid (the spec line itself carries no engine index): `engine_of`, `set_engine`;
+    pid (the spec line itself carries no engine index): `engine_of`, `set_engine`; that stats line's
+    load (throughput, running requests) and the running count of the one before it belong to the
+    spec line's interval: `set_engine(…, load)`, `take_load`;
   * where each series' last interval ended (the next one's start): `advance`;
   * each line's own time through the clock (`own_time`), and the latest time a year-less stamp
     resolved to (`saw_undated`, which analyze compares with the file's mtime).
@@ -20,7 +22,7 @@ from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length
 from exporter.intervals.writers import WriterWatch
 from exporter.parse.timestamps import parse_rfc3339
-from exporter.records import ParseProblem, RawLine, SeriesKey, SpecConfig
+from exporter.records import EngineLoad, ParseProblem, RawLine, SeriesKey, SpecConfig
 
 UNKNOWN_MODEL = "unknown"
 DEFAULT_ENGINE = "0"
@@ -35,6 +37,8 @@ class LogState:
     last_undated: float | None = None  # the latest time resolved from a stamp without a year (clock="log")
     unstamped: int = 0  # spec lines timed on arrival for want of a stamp of their own (clock="log": message-only lines)
     _engine_by_pid: dict[int | None, str] = field(default_factory=dict)
+    _load_by_pid: dict[int | None, tuple[EngineLoad, int | None]] = field(default_factory=dict)  # not yet taken by a spec line
+    _running_by_engine: dict[tuple[int | None, str], int] = field(default_factory=dict)  # each engine's last running count
     _last_end: dict[SeriesKey, float] = field(default_factory=dict)
     _writers: WriterWatch | None = None  # says so when two servers write this log (intervals/writers.py)
 
@@ -55,8 +59,34 @@ class LogState:
         """The engine of the last `Engine NNN:` line of this pid (the default engine before any)."""
         return self._engine_by_pid.get(pid, DEFAULT_ENGINE)
 
-    def set_engine(self, pid: int | None, engine: str) -> None:
+    def set_engine(self, pid: int | None, engine: str, load: EngineLoad | None = None) -> None:
         self._engine_by_pid[pid] = engine
+        if load is not None:
+            self._load_by_pid[pid] = (load, self._running_by_engine.get((pid, engine)))
+            self._running_by_engine[pid, engine] = load.running
+
+    def take_load(self, pid: int | None) -> tuple[EngineLoad, int | None] | None:
+        """The load of this pid's stats line since its last spec line, with the running count printed
+        before it (the interval's start); None: no stats line came between (each is taken once)."""
+        return self._load_by_pid.pop(pid, None)
+
+    def pending_load(self, pid: int | None) -> tuple[EngineLoad, int | None] | None:
+        """What take_load would give, left in place (the block path reads it before its own lines)."""
+        return self._load_by_pid.get(pid)
+
+    def last_running(self, pid: int | None, engine: str) -> int | None:
+        """The running count of this engine's last stats line (written by this pid)."""
+        return self._running_by_engine.get((pid, engine))
+
+    def settle_loads(self, pid: int | None, pending: tuple[EngineLoad, int | None] | None, running: dict[str, int]) -> None:
+        """Where a block's lines of this pid leave the loads: what set_engine and take_load, line by
+        line, would have left (the stats line not yet taken, each engine's last running count)."""
+        if pending is None:
+            self._load_by_pid.pop(pid, None)
+        else:
+            self._load_by_pid[pid] = pending
+        for engine, count in running.items():
+            self._running_by_engine[pid, engine] = count
 
     def spec_lines_from(self, pids: Iterable[int | None]) -> None:
         """The pids of the spec lines just read, in order, line by line or a block's at once."""

@@ -105,8 +105,8 @@ class LogPipeline:
         for text, stamp in texts:  # the interpreter passes over lines without a marker at once
             outcome = interpreter.feed(RawLine(upstream, text, read_at, stamp))
             spec += outcome.deliver(sink, upstream, variants, problems)
-            if outcome.interval is not None and outcome.interval.logged_at is not None:
-                logged = outcome.interval.logged_at
+            if outcome.interval is not None and outcome.interval.logged_at is not None and (logged is None or outcome.interval.logged_at > logged):
+                logged = outcome.interval.logged_at  # the latest own time (the block path's columns come a series at a time)
         if count:
             sink.count_read(upstream, ReadCounts(lines=count, spec_lines=spec, problems=problems, variants=variants, read_at=read_at, logged=logged,
                                                  restarts=interpreter.restarts, zone=self._zone(read_at)))

@@ -15,6 +15,7 @@ from exporter.config import DeriveSettings
 from exporter.intervals.draft_length import unknown_drafts_reason
 from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import reference_baseline
+from exporter.judge.payoff import Payoff, estimate
 from exporter.judge.verdict import Baseline, Verdict, as_baseline, judge
 from exporter.state.reference import HEALTHY, UNHEALTHY
 from exporter.state.snapshot import SeriesSnapshot
@@ -36,6 +37,7 @@ class Assessment:
     period: Totals | None = None  # the current period's sums (state/periods.py), where the store keeps a memory
     period_derived: Derived | None = None
     period_verdict: Verdict | None = None  # the verdict, its ok/wasteful part (and so its k) from the current period
+    payoff: Payoff | None = None  # speed-up over plain decoding by load (judge/payoff.py)
 
 
 TREE_METHODS = ("ddtree", "tree")
@@ -108,7 +110,31 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
         period_verdict = by_period if by_period.state in HEALTHY else verdict
     if span == "lifetime":  # analyze: the headline is the current period
         verdict = period_verdict
-    return Assessment(span, totals, derived, baseline, verdict, notes, k, period_totals, period_derived, period_verdict)
+    now = series.recent if span == "lifetime" else totals
+    payoff = estimate(series.load, now.load if now is not None else None, _rates(now), settings.calibration, k)
+    verdict = slower_than_plain(verdict, payoff, settings)
+    return Assessment(span, totals, derived, baseline, verdict, notes, k, period_totals, period_derived, period_verdict, payoff)
+
+
+def _rates(totals: Totals | None) -> tuple[float, ...]:
+    drafts = totals.known_drafts if totals is not None else None
+    return tuple(count / drafts for count in totals.accepted_per_position) if totals is not None and drafts else ()
+
+
+def slower_than_plain(verdict: Verdict, payoff: Payoff, settings: DeriveSettings) -> Verdict:
+    """A drafter that works (ok, wasteful) can still cost more than it returns at this load: then the
+    verdict says so, with the measured speed-up and the break-even load (never over broken or degraded)."""
+    now = payoff.now
+    if verdict.state not in ("ok", "wasteful") or now is None or now.speedup is None:
+        return verdict
+    if now.speedup >= 1.0 - settings.thresholds.wasteful_min_gain:
+        return verdict
+    where = f"; break-even ≈ {payoff.break_even_running:.0f} running" if payoff.break_even_running is not None else ""
+    advice = " (speculate less at this load: see the k per batch size)" if now.best_k == 0 or now.best_k is None else f" (k = {now.best_k} would pay best here)"
+    return Verdict(
+        "wasteful", "slower_than_plain",
+        f"speculation is slower than plain decoding at this load: ×{now.speedup:.2f} at {now.running:.0f} running requests{where}{advice}",
+    )
 
 
 def _held(verdict: Verdict, series: SeriesSnapshot) -> Verdict:

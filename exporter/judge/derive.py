@@ -95,7 +95,7 @@ def derive(totals: Totals, cost: DraftCost = FALLBACK_COST) -> Derived | None:
         drafts = None
     rates = position_acceptance(totals.accepted_per_position, drafts) if drafts else ()
     expected = expected_tokens_per_step(rates) if rates else ()
-    speedup = speedup_curve(expected, cost) if expected else ()
+    speedup = speedup_curve(expected, cost, totals.draft_tokens / drafts if drafts else None) if expected else ()
     seconds = totals.seconds if totals.seconds > 0 else None
     emitted = totals.known_emitted
     if drafts and emitted is not None:

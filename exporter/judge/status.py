@@ -14,6 +14,8 @@ from exporter.judge.assess import Assessment, assess
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived, derive
 from exporter.judge.memory import health_since
+from exporter.judge.payoff import payoff_json
+from exporter.state.load import LoadSums
 from exporter.state.periods import Period
 from exporter.state.reference import HEALTHY, Profile, ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.snapshot import SeriesSnapshot, Snapshot
@@ -111,6 +113,22 @@ def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str
         "start": totals.start,
         "end": totals.end,
         "runs": runs_fields(series, settings) if span == "lifetime" else [],
+        "load": load_fields(totals.load, assessment.k),
+        "payoff": None if assessment.payoff is None else payoff_json(assessment.payoff, settings.calibration),
+    }
+
+
+def load_fields(load: LoadSums, k: int | None) -> dict[str, Any] | None:
+    """The server's load over the span, where its lines printed it: how much of decoding speculated."""
+    if not load.intervals:
+        return None
+    return {
+        "intervals": load.intervals,
+        "mean_running": _round(load.mean_running, 3),
+        "tokens_per_second": _round(load.generation_rate, 2),
+        "speculated_share": _round(load.speculated_share, 4),  # decode steps that drafted ÷ all decode steps
+        "drafted_length": _round(load.drafted_length, 4),  # T/D: tokens a draft held
+        "configured_k": k,
     }
 
 

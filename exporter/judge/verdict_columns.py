@@ -30,11 +30,13 @@ def judge_states(
     if k:
         rates = sums.positions / safe[:, None]
         expected = np.cumsum(np.concatenate((np.ones((n, 1)), rates), axis=1), axis=1)  # left to right, as derive adds
-        speedup = expected / np.array([cost.step(j) for j in range(k + 1)])
+        drafted = np.minimum(np.arange(k + 1)[None, :], (sums.draft_tokens / safe)[:, None])  # DraftCost.step: T/D caps what is charged
+        steps = 1.0 + np.where(np.arange(k + 1) > 0, cost.per_block, 0.0)[None, :] + (cost.per_token + cost.verify_per_token) * drafted
+        speedup = expected / steps
         best = np.argmax(speedup, axis=1)  # the first maximum: ties go to the smaller k'
-        drafted = speedup[:, k]
+        at_k = speedup[:, k]
         with np.errstate(divide="ignore", invalid="ignore"):
-            gain = np.where(drafted > 0, speedup[np.arange(n), best] / drafted - 1, 0.0)
+            gain = np.where(at_k > 0, speedup[np.arange(n), best] / at_k - 1, 0.0)
         states[wastes(best, k, gain, thresholds)] = "wasteful"
     with np.errstate(invalid="ignore"):
         states[dropped(length, reference_length, reference_drafts, thresholds)] = "degraded"

@@ -47,6 +47,7 @@ class Rank:
     COLLAPSE = 50
     DROP = 40
     LOW = 30
+    SLOWER_THAN_PLAIN = 25  # pay-off at load: a drop or a low length explains it
     SIDECAR_DROP = 20  # the sidecar's view of the drop: what is left when vLLM is not scraped directly
     WASTED = 10
 
@@ -227,8 +228,7 @@ def _quoted(value: str) -> str:
 
 
 def listing(config: MixinConfig) -> list[Alert]:
-    """Every alert, the acceptance alerts first and from the highest rank down (a rule sees the ALERTS
-    written by the rules before it in its group at the same evaluation)."""
+    """Every alert, in any order (`alerts` puts the ranked ones first, from the highest rank down)."""
     v = rule_names(vllm_counters(config), config)
     by = ", ".join(vllm_counters(config).by)
 
@@ -286,6 +286,7 @@ def listing(config: MixinConfig) -> list[Alert]:
                f"its job drafted within the last {config.reference_hold}")
             + ": speculative decoding was turned off, is misconfigured, or its drafter stopped proposing.",
         ),
+        *_payoff_alerts(config),
         *_sidecar_alerts(config),
         *_integration_alerts(config),
     ]
@@ -328,13 +329,61 @@ def render(config: MixinConfig, alert: Alert, alerts: list[Alert]) -> dict[str, 
 
 
 def alerts(config: MixinConfig) -> list[dict[str, Any]]:
-    written = listing(config)
+    """Rendered, the ranked ones first and from the highest rank down: a rule sees the ALERTS the rules
+    before it in its group wrote at the same evaluation, so a lower alert waits from the very evaluation
+    a higher one goes pending."""
+    written = sorted(listing(config), key=lambda alert: -alert.rank if alert.rank is not None else 1)
     return [render(config, alert, written) for alert in written]
 
 
 def ranks(config: MixinConfig) -> dict[str, int]:
     """Alert name → rank, for the ranked acceptance alerts (inhibition.py)."""
     return {alert.name: alert.rank for alert in listing(config) if alert.rank is not None}
+
+
+def _payoff_alerts(config: MixinConfig) -> list[Alert]:
+    """Pay-off at load (the sidecar's measured speed-up over plain decoding, one alert per server: the lowest
+    of its sources) and how much of decoding speculates (from vLLM's own counters: no sidecar needed)."""
+    incident = incident_labels(config)
+    window = f'window="{config.sidecar_judged_window}"'
+    speedup = sidecar_metric(config, names.PAYOFF_SPEEDUP.name, window)
+    running = _first_value(f"max({names.PAYOFF_RUNNING.name}{{MATCHERS, {window}}})", incident,
+                           ' at {{ . | first | value | printf "%.0f" }} running requests')
+    even = _first_value(f"min({names.BREAK_EVEN_RUNNING.name}{{MATCHERS}})", incident,
+                        '; it pays below about {{ . | first | value | printf "%.0f" }} running requests')
+    best = _first_value(f"min({names.PAYOFF_BEST_K.name}{{MATCHERS, {window}}})", incident,
+                        '; the measured step costs favour k = {{ . | first | value | printf "%.0f" }} at this load')
+    counters = vllm_counters(config)
+    by = ", ".join(counters.by)
+    rw = config.rate_window
+    generated = f"sum by ({by}) (rate({vllm_metric(config, names.VLLM_GENERATION_TOKENS.sample_name)}[{rw}]))"
+    drafts = f"sum by ({by}) (rate({counters.drafts}[{rw}]))"
+    accepted = f"sum by ({by}) (rate({counters.accepted}[{rw}]))"
+    return [
+        Alert(
+            "SpecDecodeSlowerThanPlain",
+            f"{speedup} < {config.slower_than_plain:g}",
+            f"Speculative decoding is slower than plain decoding on {server(config)}",
+            f"At this load the server emits {{{{ $value | printf \"%.2f\" }}}}× the tokens per second plain decoding emits{running} "
+            f"(the sidecar's {config.sidecar_judged_window} window against its plain-decoding calibration){even}{best}: verifying the "
+            "drafts costs more than they return. Lower num_speculative_tokens for large batches (num_speculative_tokens_per_batch_size) "
+            "or turn speculation off above the break-even load.",
+            # explained by a collapse, a drop or a low length of the same server; it explains the sidecar's own drop view
+            rank=Rank.SLOWER_THAN_PLAIN,
+            fold=SIDECAR_SOURCE,
+            fold_with="min",
+        ),
+        Alert(
+            "SpecDecodeSpeculationPartlyOff",
+            f"{drafts} / ({generated} - {accepted}) < {config.speculated_share_floor:g} and {drafts} > 0"
+            f" and {generated} > {config.min_drafts_per_second}",
+            f"Only part of decoding speculates on {server(config)}",
+            f"{{{{ $value | humanizePercentage }}}} of decode steps drafted over {rw} (floor {config.speculated_share_floor:.0%}) while "
+            "the server serves: requests past the drafter's max length, a dynamic k of 0 at this batch size, adaptive verification "
+            "switching drafts off, or another frontend without spec counters behind the same job. The acceptance alerts see only the "
+            "steps that drafted.",
+        ),
+    ]
 
 
 def _seconds(duration: str) -> int:

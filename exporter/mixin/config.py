@@ -62,6 +62,8 @@ class MixinConfig:
     collapse_acceptance_length: float
     wasted_position_acceptance: float
     disagreement: float
+    slower_than_plain: float
+    speculated_share_floor: float
     max_positions: int
     # [alerts.<name>]
     alerts: dict[str, AlertSettings]
@@ -122,7 +124,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "windows": ("rate_window", "reference_pool", "reference_hold", "reference_settle", "config_change_guard", "reference_interval",
                 "startup_budget", "keep_firing_for", "sidecar_judged_window", "disagreement_window", "log_stale"),
     "thresholds": ("min_drafts_per_second", "acceptance_length_floor", "relative_drop", "collapse_position0", "collapse_acceptance_length",
-                   "wasted_position_acceptance", "disagreement", "max_positions"),
+                   "wasted_position_acceptance", "disagreement", "slower_than_plain", "speculated_share_floor", "max_positions"),
     "links": ("runbook_url",),
     "dashboards": ("dashboard_title_prefix", "dashboard_tags"),
     "kubernetes": ("workload", "replicas", "scrape_vllm", "chart", "pod_selector", "monitor_labels", "alertmanager_config_labels",
@@ -189,7 +191,7 @@ def _build(data: dict[str, Any], origin: str) -> MixinConfig:
     values["origin"] = Path(origin).name
     values["alerts"] = {name: AlertSettings(for_=s["for"], severity=s["severity"]) for name, s in data["alerts"].items()}
     for name in ("min_drafts_per_second", "acceptance_length_floor", "relative_drop", "collapse_position0",
-                 "collapse_acceptance_length", "wasted_position_acceptance", "disagreement"):
+                 "collapse_acceptance_length", "wasted_position_acceptance", "disagreement", "slower_than_plain", "speculated_share_floor"):
         values[name] = float(values[name])
     config = MixinConfig(**values)
     _validate(config, origin)

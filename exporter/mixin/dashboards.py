@@ -42,6 +42,8 @@ class Panel:
     max: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
     mappings: list[dict[str, Any]] = field(default_factory=list)
+    overrides: list[dict[str, Any]] = field(default_factory=list)
+    thresholds: list[dict[str, Any]] = field(default_factory=list)  # drawn as lines (thresholdsStyle)
 
     def render(self, panel_id: int, x: int, y: int) -> dict[str, Any]:
         defaults: dict[str, Any] = {"unit": self.unit, "noValue": NO_TRAFFIC}
@@ -51,6 +53,9 @@ class Panel:
             defaults["min"] = self.min
         if self.max is not None:
             defaults["max"] = self.max
+        if self.thresholds:
+            defaults["thresholds"] = {"mode": "absolute", "steps": self.thresholds}
+            defaults["custom"] = {"thresholdsStyle": {"mode": "line"}}
         return {
             "id": panel_id,
             "type": self.kind,
@@ -58,7 +63,7 @@ class Panel:
             "description": self.description,
             "datasource": DATASOURCE,
             "gridPos": {"x": x, "y": y, "w": self.width, "h": self.height},
-            "fieldConfig": {"defaults": defaults, "overrides": []},
+            "fieldConfig": {"defaults": defaults, "overrides": self.overrides},
             "options": self.options,
             "targets": [
                 {
@@ -249,6 +254,10 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
         "conditional": f"{n['position_conditional']}{{{sel}}}",
         "acceptance_histogram": acceptance_histogram(n["position_acceptance"], sel),
         "recommended_k": f"{names.RECOMMENDED_K.name}{{{sel}, {window}}}",
+        "payoff_speedup": f"{names.PAYOFF_SPEEDUP.name}{{{sel}, {window}}}",
+        "payoff_running": f"{names.PAYOFF_RUNNING.name}{{{sel}, {window}}}",
+        "break_even": f"{names.BREAK_EVEN_RUNNING.name}{{{sel}}}",
+        "speculated_share": f"{names.SPECULATED_SHARE.name}{{{sel}, {window}}}",
         # each replica's own k: `upstream` is the same path in every pod, so it cannot tell them apart
         "configured_k": _k_per_replica(config, names.ACCEPTED_PER_POSITION.sample_name, sel, ("upstream", "source")),
         "wasted": f"{names.WASTED_TOKENS_RATE.name}{{{sel}, {window}}}",
@@ -365,6 +374,20 @@ def server(config: MixinConfig) -> dict[str, Any]:
               "Per replica: the number of speculative tokens that maximises the estimated speed-up, against the k drafted now.",
               "timeseries", [(q["recommended_k"], f"recommended {who} {{{{source}}}} e{{{{engine}}}}"), (q["configured_k"],
                   f"configured {who} {{{{source}}}} e{{{{engine}}}}")], "none", min=0.0),
+        Panel("Pay-off at load",
+              "Left: tokens/s against plain decoding's at the same running requests (the sidecar's --calibration); under the line at 1 "
+              "speculation is slower than not speculating. Right: the running requests, and the break-even load above which it is slower.",
+              "timeseries", [(q["payoff_speedup"], f"speed-up {who} {{{{source}}}} e{{{{engine}}}}"),
+                             (q["payoff_running"], f"running {who} {{{{source}}}} e{{{{engine}}}}"),
+                             (q["break_even"], f"break-even {who} {{{{source}}}} e{{{{engine}}}}")], "none", min=0.0,
+              thresholds=[{"color": "red", "value": None}, {"color": "green", "value": 1.0}],
+              overrides=[{"matcher": {"id": "byRegexp", "options": "^(running|break-even) .*"},
+                          "properties": [{"id": "custom.axisPlacement", "value": "right"}, {"id": "unit", "value": "short"},
+                                         {"id": "custom.thresholdsStyle", "value": {"mode": "off"}}]}]),
+        Panel("Decode steps that speculated",
+              "Share of decode steps that drafted (drafts ÷ (emitted − accepted tokens)) over the chosen window: under 1, speculation "
+              "is partly off (requests past the drafter's length, dynamic k at 0, adaptive verification).",
+              "timeseries", [(q["speculated_share"], f"{who} {{{{source}}}} e{{{{engine}}}}")], "percentunit", **RATIO),
         Panel("Per-position acceptance", "Share of drafts whose positions 0..i were all accepted, over the chosen window.",
               "bargauge", [(q["positions"], f"{who} {{{{source}}}} e{{{{engine}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),

@@ -61,6 +61,9 @@ class CounterSet:
     accepted_tokens: float | None = None
     accepted_per_position: dict[int, float] = field(default_factory=dict)
     created: dict[CounterId, float] = field(default_factory=dict)  # when each counter was (re)created
+    # the load beside the spec counters (vLLM): requests running now, tokens emitted since start
+    running: float | None = None
+    generation_tokens: float | None = None
 
 
 @dataclass
@@ -219,7 +222,26 @@ def parse_exposition(text: str, engine: str | None = None) -> ExpositionSnapshot
     reader = {"vllm": _read_vllm, "llamacpp": _read_vllm, "trtllm": _read_trtllm, "sglang": _read_sglang}[kind]
     for name, labels, value in spec_samples(text, _FAMILY_PREFIXES[kind]):
         reader(snapshot, name, labels, value)
+    if kind == "vllm" and snapshot.counters:
+        _read_vllm_load(snapshot, text)
     return snapshot
+
+
+_LOAD_FAMILIES = ("vllm:num_requests_running", "vllm:generation_tokens_total")
+
+
+def _read_vllm_load(snapshot: ExpositionSnapshot, text: str) -> None:
+    """vLLM's running requests (gauge) and emitted tokens (counter) of the series that speculate:
+    the load the pay-off estimate compares with plain decoding (judge/payoff.py)."""
+    for family in _LOAD_FAMILIES:
+        for name, labels, value in spec_samples(text, family):
+            counters = snapshot.counters.get(_key(labels)) if name == family else None
+            if counters is None:
+                continue
+            if family == "vllm:num_requests_running":
+                counters.running = value
+            else:
+                counters.generation_tokens = value
 
 
 def _counters_of(snapshot: ExpositionSnapshot, key: tuple[str, str]) -> CounterSet:

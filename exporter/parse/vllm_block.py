@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exporter.parse.envelope import may_hold_two_records
-from exporter.parse.vllm_log import PER_POSITION_KEY
+from exporter.parse.vllm_log import LOAD_FIELDS, PER_POSITION_KEY
 
 V1E = "V1-e"  # the layout of the lines this scanner takes apart
 _NUM = r"(?:[0-9]+(?:\.[0-9]+)?|nan|inf)"
@@ -30,7 +30,7 @@ _LINE = re.compile(
     r"^(?:"
     r"(?:\([A-Za-z0-9_]+ pid=([0-9]+)\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +([0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,][0-9]+)? +"
     r"\[?[A-Za-z0-9_./-]+?:[0-9]+\] "
-    r"(?:Engine ([0-9]+): (Iteration\()?.*|SpecDecoding metrics: "
+    rf"(?:Engine ([0-9]+): (?:(Iteration\()|{LOAD_FIELDS})?.*|SpecDecoding metrics: "
     rf"Mean acceptance length: ({_NUM}), Accepted throughput: ({_NUM}) tokens/s, "
     rf"Drafted throughput: {_NUM} tokens/s, Accepted: ([0-9]{{1,15}}) tokens, Drafted: ([0-9]{{1,15}}) tokens, "
     rf"{re.escape(PER_POSITION_KEY)}: ({_NUM}(?:, {_NUM})*), Avg Draft acceptance rate: ({_NUM})%)"
@@ -45,6 +45,10 @@ class BlockLines:
 
     pid: np.ndarray  # -1: no process prefix
     engine: np.ndarray  # the `Engine NNN:` number; -1: not a marker line
+    running: np.ndarray  # a stats line's running requests; -1: not a stats line
+    waiting: np.ndarray  # … its waiting requests
+    prompt: np.ndarray  # … its prompt throughput (tokens/s); nan: not a stats line
+    generation: np.ndarray  # … its generation throughput (tokens/s); nan: not a stats line
     spec: np.ndarray  # a plain V1-e line
     stamps: tuple[str, ...]  # each line's `MM-DD HH:MM:SS` ("" where it has none)
     mean: np.ndarray
@@ -57,7 +61,8 @@ class BlockLines:
 
     def part(self, start: int, stop: int) -> BlockLines:
         cut = slice(start, stop)
-        return BlockLines(self.pid[cut], self.engine[cut], self.spec[cut], self.stamps[cut], self.mean[cut], self.throughput[cut],
+        return BlockLines(self.pid[cut], self.engine[cut], self.running[cut], self.waiting[cut], self.prompt[cut],
+                          self.generation[cut], self.spec[cut], self.stamps[cut], self.mean[cut], self.throughput[cut],
                           self.accepted[cut], self.drafted[cut], self.percent[cut], self.ks[cut], self.rates[cut])
 
 
@@ -82,7 +87,8 @@ def _floats(texts: list[str]) -> np.ndarray:
 def _columns(rows: list[tuple[str, ...]]) -> tuple[BlockLines, np.ndarray]:
     """(the lines' fields, which lines the batch can take) from the regex's groups; C-level maps only."""
     n = len(rows)
-    pid_text, stamps, engine_text, iteration_text, mean_text, throughput_text, accepted_text, drafted_text, items, percent_text = zip(*rows, strict=True)
+    (pid_text, stamps, engine_text, iteration_text, prompt_text, generation_text, running_text, waiting_text,
+     mean_text, throughput_text, accepted_text, drafted_text, items, percent_text) = zip(*rows, strict=True)
     spec = np.fromiter(map(bool, mean_text), bool, n)
     iteration = np.fromiter(map(bool, iteration_text), bool, n)
     marker = np.fromiter(map(bool, engine_text), bool, n) & ~iteration
@@ -94,7 +100,17 @@ def _columns(rows: list[tuple[str, ...]]) -> tuple[BlockLines, np.ndarray]:
         pid = np.fromiter((int(value) if value else -1 for value in pid_text), np.int64, n)
     engine = np.full(n, -1, np.int64)
     engine[marker] = np.fromiter((int(number) for number, skip in zip(engine_text, iteration_text, strict=True) if number and not skip), np.int64)
-    lines = BlockLines(pid=pid, engine=engine, spec=spec, stamps=stamps, mean=np.zeros(n), throughput=np.zeros(n),
+    running, waiting = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    prompt, generation = np.full(n, np.nan), np.full(n, np.nan)
+    stats = np.flatnonzero(np.fromiter(map(bool, running_text), bool, n))
+    if len(stats):
+        at = stats.tolist()
+        running[stats] = np.fromiter((int(running_text[i]) for i in at), np.int64, len(at))
+        waiting[stats] = np.fromiter((int(waiting_text[i]) for i in at), np.int64, len(at))
+        prompt[stats] = _floats([prompt_text[i] for i in at])
+        generation[stats] = _floats([generation_text[i] for i in at])
+    lines = BlockLines(pid=pid, engine=engine, running=running, waiting=waiting, prompt=prompt, generation=generation, spec=spec, stamps=stamps,
+                       mean=np.zeros(n), throughput=np.zeros(n),
                        accepted=np.zeros(n, np.int64), drafted=np.zeros(n, np.int64), percent=np.zeros(n), ks=np.zeros(n, np.int64),
                        rates=np.zeros((n, 0)))
     fast = marker | spec | iteration

@@ -20,7 +20,7 @@ import ast
 import re
 from typing import Any
 
-from exporter.records import EngineMarker, ParsedSpecLine, SpecConfig
+from exporter.records import EngineLoad, EngineMarker, ParsedSpecLine, SpecConfig
 from exporter.vocabulary import LogProblem
 
 V0_PREFIX = "Speculative metrics: "
@@ -51,6 +51,13 @@ _PER_POSITION = re.compile(
 _KEY = re.compile(r"(?:^|, )([A-Za-z][A-Za-z0-9 ()/_-]*?): ")
 _ENGINE = re.compile(r"^Engine (\d+): ")
 _AGGREGATED = re.compile(r"^\d+ Engines Aggregated: ")
+# the stats line's first four fields, the same in every V1 release 0.24 → 0.34 (v1/metrics/loggers.py
+# LoggingStatLogger.log: 0.26.0 loggers.py:262-266; later fields vary by version and are not read)
+LOAD_FIELDS = (
+    r"Avg prompt throughput: ([0-9]+(?:\.[0-9]+)?) tokens/s, Avg generation throughput: ([0-9]+(?:\.[0-9]+)?) tokens/s, "
+    r"Running: ([0-9]{1,9}) reqs, Waiting: ([0-9]{1,9}) reqs"
+)
+_LOAD = re.compile(LOAD_FIELDS)
 
 
 def _pairs(body: str) -> dict[str, str]:
@@ -287,17 +294,26 @@ def _parse_v1(body: str) -> ParsedSpecLine:
 
 
 def parse_engine_marker(message: str) -> EngineMarker | None:
-    """`Engine 001: …` → EngineMarker("1"); `4 Engines Aggregated: …` → EngineMarker("all")."""
+    """`Engine 001: …` → EngineMarker("1"); `4 Engines Aggregated: …` → EngineMarker("all"); a
+    stats line's load (throughputs, running and waiting requests) comes with it."""
     match = _ENGINE.match(message)
     if match is not None:
         if message.startswith("Iteration(", match.end()):
             # `--enable-logging-iteration-details` (vLLM ≥ 0.26, loggers.py:182-183): one line per
             # step between a stats line and its spec line; neither, and must not move the engine
             return None
-        return EngineMarker(engine=str(int(match[1])))
-    if _AGGREGATED.match(message):
-        return EngineMarker(engine="all")
+        return EngineMarker(engine=str(int(match[1])), load=_load(message, match.end()))
+    aggregated = _AGGREGATED.match(message)
+    if aggregated is not None:
+        return EngineMarker(engine="all", load=_load(message, aggregated.end()))
     return None
+
+
+def _load(message: str, at: int) -> EngineLoad | None:
+    found = _LOAD.match(message, at)
+    if found is None:
+        return None
+    return EngineLoad(prompt_throughput=float(found[1]), generation_throughput=float(found[2]), running=int(found[3]), waiting=int(found[4]))
 
 
 # --- startup config -------------------------------------------------------------------------

@@ -54,7 +54,7 @@ class AnalyzeOptions:
 
 
 @contextlib.contextmanager
-def _open(path: str) -> Iterator[tuple[IO[bytes], IO[bytes], int, float]]:
+def open_log(path: str) -> Iterator[tuple[IO[bytes], IO[bytes], int, float]]:
     """(reader, raw file for progress, size, mtime) for a plain/gzip file or stdin."""
     if path == "-":
         yield sys.stdin.buffer, sys.stdin.buffer, 0, time.time()
@@ -134,7 +134,7 @@ def _progress_bar(path: str, size: int, options: AnalyzeOptions) -> Any:
 def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bool] | None:
     """Push one whole file through a LogPipeline into `store`; why its dates are not known, if they are not
     (and whether the year is what is missing)."""
-    with _open(path) as (reader, raw, size, mtime):
+    with open_log(path) as (reader, raw, size, mtime):
         pipeline = LogPipeline(
             store, path, log_format=options.log_format, clock="log", year_reference=mtime, zone=options.zone, model_name=options.model_name,
             max_line_bytes=options.max_line_bytes, batch=options.batch,

@@ -7,6 +7,8 @@ import io
 import time
 from typing import Any
 
+from exporter.report.payoff_table import payoff_lines
+
 # one row per series and position; the numbers are the current period's (the headline), the
 # lifetime ones are labelled so, and the positions are the current period's
 CSV_COLUMNS = (
@@ -182,6 +184,7 @@ def render_table(report: dict[str, Any]) -> str:
         out.extend(f"  note: {note}" for note in s["notes"])
         out.extend(_run_lines(s))
         out.append(f"  speed-up model: {s['cost_model']}")
+        out.extend(payoff_lines(s))
         histogram = (s.get("current_period") or s)["acceptance_length_histogram"]
         if histogram is not None:
             out.append("  accepted exactly j of the drafted tokens: " + "  ".join(f"{j}: {100 * h:.1f}%" for j, h in enumerate(histogram)))

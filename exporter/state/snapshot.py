@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from exporter.records import SampledValues, SeriesKey, SpecConfig
+from exporter.state.load import LoadProfile
 from exporter.state.reference import ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.window import Totals
 
@@ -29,6 +30,7 @@ class SeriesSnapshot:
     window_seconds: Mapping[str, float] = field(default_factory=dict)
     # the lifetime cut where the speculative config changed (a restart with another k): each run's own totals
     runs: tuple[tuple[SpecIdentity, Totals], ...] = ()
+    load: LoadProfile = field(default_factory=LoadProfile)  # the current run's steady intervals by load band: what the pay-off estimate reads
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from exporter.records import Interval, ReadCounts, SampledValues, SeriesKey, SourceHealth, SpecConfig
 from exporter.state.health import HealthMemory, key_text
+from exporter.state.load import LoadProfile
 from exporter.state.reference import SeriesMemory, SpecIdentity, restarted
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
 from exporter.state.upstreams import RESTARTS_FROM_RESETS, SourceCounts, Upstream
@@ -63,6 +64,7 @@ class _Series:
         self.last_update = 0.0
         self.variants: Counter[str] = Counter()
         self.runs: list[tuple[SpecIdentity, Totals]] = []  # the lifetime split where the speculative config changed
+        self.load = LoadProfile()  # the current run's steady intervals by load band (state/load.py)
 
     def add_to_run(self, identity: SpecIdentity, add: Callable[[Totals], Totals]) -> None:
         """Count into the current run, or start another where the config conflicts with its own."""
@@ -72,6 +74,7 @@ class _Series:
             return
         self.runs.append((identity, add(Totals())))
         del self.runs[:-MAX_RUNS]
+        self.load = LoadProfile()  # another config pays off (or not) in its own way
 
 
 class Store:
@@ -132,6 +135,7 @@ class Store:
             series = self._series_of(interval.key)
             series.lifetime = series.lifetime.plus(interval)
             series.add_to_run(SpecIdentity.of(self._config_of(series.key.upstream), interval.k), lambda totals: totals.plus(interval))
+            series.load = series.load.plus(interval)
             series.variants[interval.variant] += 1
             for window in series.windows.values():
                 window.add(interval)
@@ -154,6 +158,7 @@ class Store:
             for first, stop in itertools.pairwise(cuts):
                 part = columns if (first, stop) == (0, len(columns)) else columns.rows(first, stop)
                 series.add_to_run(SpecIdentity.of(config, int(part.ks[0])), functools.partial(plus_columns, columns=part))
+                series.load = series.load.plus_columns(part)
             series.variants[columns.variant] += len(columns)
             intervals = columns.intervals() if series.windows else None  # records only where windows keep them
             for window in series.windows.values():
@@ -258,6 +263,7 @@ class Store:
                     reference_rule=self.health.rule if self.health is not None else None,
                     window_seconds=self.window_seconds,
                     runs=tuple(s.runs),
+                    load=s.load,
                 )
                 for s in sorted(self._series.values(), key=lambda s: series_order(s.key))
             )

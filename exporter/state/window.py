@@ -11,10 +11,11 @@ import itertools
 import operator
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from exporter.records import Interval
+from exporter.state.load import LoadSums, columns_load, load_of
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
@@ -46,6 +47,7 @@ class Totals:
     seconds: float = 0.0  # summed interval lengths (those that are known)
     start: float | None = None
     end: float | None = None
+    load: LoadSums = field(default_factory=LoadSums)  # the server's load over the intervals that printed it (state/load.py)
 
     @property
     def known_emitted(self) -> int | None:
@@ -78,6 +80,7 @@ class Totals:
             # removing an interval leaves the span to the caller, who knows what remains
             start=start if sign > 0 and self.start is None else self.start,
             end=interval.end if sign > 0 and (self.end is None or interval.end > self.end) else self.end,
+            load=self.load if (load := load_of(interval)) is None else self.load.plus(*load, interval, sign),
         )
 
 
@@ -174,8 +177,14 @@ def minus_all(totals: Totals, leaving: list[Interval]) -> Totals:
     if any(interval.draft_tokens_per_position for interval in leaving) or per_token:
         for interval in leaving:
             per_token = _add_positions(per_token, interval.draft_tokens_per_position, -1)
+    load = totals.load
+    for interval in leaving:
+        found = load_of(interval)
+        if found is not None:
+            load = load.plus(*found, interval, -1)
     return replace(
         totals,
+        load=load,
         intervals=totals.intervals - len(leaving),
         draft_tokens=totals.draft_tokens - sum(i.draft_tokens for i in leaving),
         accepted_tokens=totals.accepted_tokens - sum(i.accepted_tokens for i in leaving),
@@ -217,6 +226,7 @@ def plus_columns(totals: Totals, columns: IntervalColumns) -> Totals:
         seconds=columns.seconds_after(totals.seconds),
         start=sums.first_start if totals.start is None else totals.start,
         end=sums.last_end if totals.end is None or sums.last_end > totals.end else totals.end,
+        load=columns_load(totals.load, columns),
     )
 
 
@@ -235,7 +245,9 @@ def timeline(windows: Iterable[RollingWindow], now: float, points: int) -> tuple
 
 
 def totals_json(totals: Totals) -> dict[str, object]:
+    """A Totals as the state dir saves it: the counts (the load sums are a window's, never saved)."""
     data = asdict(totals)
+    data.pop("load")
     data["accepted_per_position"] = list(totals.accepted_per_position)
     data["draft_tokens_per_position"] = list(totals.draft_tokens_per_position)
     return data
