@@ -15,7 +15,7 @@ COPY --from=build /opt/specdecode /opt/specdecode
 # on it starts as a copy of it (owner included), where a path the image lacks is created root-owned
 # and the non-root simulator could not write its log (tests/test_compose_files.py checks the list).
 RUN useradd --system --uid 10001 --home-dir /var/lib/specdecode --create-home specdecode \
-    && install -d -o 10001 -g 10001 /var/log/vllm /var/lib/specdecode-plugin
+    && install -d -o 10001 -g 10001 /var/log/vllm /var/lib/specdecode-plugin /var/lib/specdecode-secrets
 ENV PATH=/opt/specdecode/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import random
 import re
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,3 +189,21 @@ def rules_for(alerts: set[str], rule_files: list[str]) -> dict[str, list[dict[st
 def gauge_values(points: list[tuple[int, str]]) -> str:
     """promtool values from (minutes, value) runs: [(120, "2.62"), (60, "1.97")] → '2.62x119 1.97x59'."""
     return " ".join(f"{value}x{minutes - 1}" if minutes > 1 else value for minutes, value in points)
+
+
+def promtool_tests(documents: dict[str, dict[str, object]], directory: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Each promtool unit-test document written to `directory` (rule files relative to it) and run by
+    `promtool test rules` at once, one process each; each one's output read while it waits, so a long
+    failure report never blocks its pipe."""
+    tool = shutil.which("promtool")
+    assert tool, "promtool missing: scripts/test installs Debian's prometheus"
+    running = {}
+    for index, (name, document) in enumerate(documents.items()):
+        path = directory / f"scenario-{index}-test.yaml"
+        path.write_text(yaml.safe_dump(document, sort_keys=False, width=1 << 20), encoding="utf-8")
+        running[name] = subprocess.Popen([tool, "test", "rules", path.name], cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = {}
+    for name, process in running.items():
+        output, _ = process.communicate(timeout=600)
+        done[name] = subprocess.CompletedProcess(process.args, process.returncode, output, "")
+    return done

@@ -24,6 +24,12 @@ ROOT = Path(__file__).parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
+def cli_run(args: list[str]) -> None:
+    import subprocess
+
+    subprocess.run(cli(*args), check=True, timeout=60, capture_output=True)
+
+
 def translate(command: list[str], mapping: dict[str, str]) -> list[str]:
     result = []
     for arg in command:
@@ -40,14 +46,16 @@ def test_demo_profile_files_work_with_the_real_binaries(tmp_path):
         "vllm:8000": f"127.0.0.1:{ports['vllm']}",
         "0.0.0.0:9847": f"127.0.0.1:{ports['sidecar']}",
         "/var/log/vllm": str(tmp_path / "logs"),
+        "/var/lib/specdecode-secrets": str(tmp_path / "secrets"),  # the `secrets` volume (before /var/lib/specdecode)
         "/var/lib/specdecode": str(tmp_path / "state"),
-        "/etc/specdecode": str(ROOT / "deploy/sidecar"),  # the web config, mounted read-only as compose does
     }
     (tmp_path / "logs").mkdir()
+    # first start: the `secrets` service's own command writes the passwords and the web config
+    cli_run(translate(COMPOSE["services"]["secrets"]["command"], mapping))
     config = yaml.safe_load((ROOT / "deploy/prometheus/demo/prometheus.yml").read_text())
     rules_dir = ROOT / "deploy/prometheus/demo"
     config["rule_files"] = [str(rules_dir / name) for name in config["rule_files"]]
-    text = yaml.safe_dump(config)
+    text = yaml.safe_dump(config).replace("/etc/prometheus-secrets", str(tmp_path / "secrets"))
     for host, port in (("vllm:8000", ports["vllm"]), ("sidecar:9847", ports["sidecar"]), ("alertmanager:9093", ports["alertmanager"])):
         text = text.replace(host, f"127.0.0.1:{port}")
     (tmp_path / "prometheus.yml").write_text(text)
@@ -87,7 +95,8 @@ def test_demo_profile_files_work_with_the_real_binaries(tmp_path):
         sidecar_url = f"http://127.0.0.1:{ports['sidecar']}"
         refused = httpx.post(f"{sidecar_url}/api/v1/acknowledge", json={"model_name": "x"}, timeout=5)
         assert refused.status_code == 401
-        assert httpx.get(f"{sidecar_url}/metrics", auth=("prometheus", "change-me"), timeout=5).status_code == 200
+        password = (tmp_path / "secrets" / "prometheus.password").read_text().strip()
+        assert httpx.get(f"{sidecar_url}/metrics", auth=("prometheus", password), timeout=5).status_code == 200
         status = httpx.get(f"http://127.0.0.1:{ports['alertmanager']}/api/v2/status", timeout=5).json()
         assert "SpecDecodePositionZeroCollapse" in status["config"]["original"]
         assert httpx.get(f"{prom}/api/v1/alertmanagers", timeout=5).json()["data"]["activeAlertmanagers"]

@@ -66,7 +66,7 @@ def writable_mounts(service: dict) -> list[str]:  # type: ignore[type-arg]
 
 def what_runs(name: str, service: dict) -> tuple[str, dict[str, str]] | None:  # type: ignore[type-arg]
     image = service.get("image", "").split(":")[0]
-    if service.get("build") in (".", {"context": "."}) or image == "specdecode-exporter":
+    if service.get("build") in (".", {"context": "."}) or "specdecode-exporter" in image:
         user, owned = image_paths((ROOT / "Dockerfile").read_text())
         return service.get("user", user), owned
     if image in THIRD_PARTY:
@@ -94,13 +94,74 @@ def test_the_check_sees_a_missing_path_and_a_wrong_owner():
     assert image_paths((ROOT / "Dockerfile").read_text())[1]["/var/log/vllm"] == "10001"
 
 
-def test_every_published_sidecar_port_is_behind_the_web_config():
+def test_every_published_sidecar_port_is_behind_the_web_config_generated_at_first_start(tmp_path):
+    """The web config is not committed: the `secrets` service writes it (and the passwords) into a volume
+    the sidecar mounts, before the sidecar starts; running that command gives a valid web config."""
+    from click.testing import CliRunner
+
+    from exporter.cli.main import main
+
+    secrets = COMPOSE["services"]["secrets"]
+    writes = secrets["command"][1]
+    volume = next(v.split(":")[0] for v in secrets["volumes"] if v.split(":")[1] == writes)
     for name, service in COMPOSE["services"].items():
         command = service.get("command") or []
         if command[:1] == ["serve"] and service.get("ports"):
             config = command[command.index("--web-config-file") + 1] if "--web-config-file" in command else None
             assert config, f"{name} publishes {service['ports']} with no --web-config-file: acknowledge would be open"
             mounts = dict(reversed(v.split(":")[:2]) for v in service["volumes"])
-            host = mounts[str(Path(config).parent)]
-            users = yaml.safe_load((ROOT / host / Path(config).name).read_text())["basic_auth_users"]
-            assert users and all(h.startswith("$2") for h in users.values())
+            assert mounts[str(Path(config).parent)] == volume and service["depends_on"]["secrets"]["condition"] == "service_completed_successfully"
+    result = CliRunner().invoke(main, [*secrets["command"][:1], str(tmp_path), *secrets["command"][2:]])
+    assert result.exit_code == 0, result.output
+    users = yaml.safe_load((tmp_path / "web-config.yml").read_text())["basic_auth_users"]
+    assert set(users) == {"prometheus", "ops"} and all(h.startswith("$2b$12$") for h in users.values())
+    import bcrypt
+
+    password = (tmp_path / "prometheus.password").read_text().strip()
+    assert len(password) >= 24 and bcrypt.checkpw(password.encode(), users["prometheus"].encode())
+    again = CliRunner().invoke(main, [*secrets["command"][:1], str(tmp_path), *secrets["command"][2:]])
+    assert "kept" in again.output and (tmp_path / "prometheus.password").read_text().strip() == password  # later starts reuse
+
+
+def published(service: dict) -> list[str]:  # type: ignore[type-arg]
+    return [str(port) for port in service.get("ports", [])]
+
+
+def test_nothing_is_published_beyond_loopback_unless_the_operator_says_so():
+    for name, service in COMPOSE["services"].items():
+        for port in published(service):
+            assert port.startswith("${SPECDECODE_BIND:-127.0.0.1}:"), f"{name} publishes {port} on every interface"
+    env = dict(line.split("=", 1) for line in (ROOT / ".env").read_text().splitlines() if line and not line.startswith("#"))
+    assert env["SPECDECODE_BIND"] == "127.0.0.1"
+
+
+def test_alertmanager_and_the_lifecycle_endpoints_are_not_published():
+    assert published(COMPOSE["services"]["alertmanager"]) == []  # its API silences and reloads, unauthenticated
+    for name in ("prometheus", "prometheus-demo"):
+        assert "--web.enable-lifecycle" not in COMPOSE["services"][name]["command"]  # /-/quit, /-/reload
+        assert "--web.enable-admin-api" not in COMPOSE["services"][name]["command"]
+
+
+def test_no_password_is_committed():
+    """No literal password or hash in the compose files, the provisioning or .env: each is generated at first start."""
+    import re
+
+    committed = [ROOT / "docker-compose.yml", ROOT / ".env", *sorted((ROOT / "deploy").rglob("*.yml")), *sorted((ROOT / "deploy").rglob("*.yaml"))]
+    for path in committed:
+        text = path.read_text()
+        assert "change-me" not in text, path
+        assert not re.search(r"\$2[aby]\$\d\d\$", text), f"{path} holds a bcrypt hash"
+        assert not re.search(r"(?m)^\s*(password|GF_SECURITY_ADMIN_PASSWORD|[A-Z_]*PASSWORD)\s*[:=]\s*\S", text), f"{path} sets a password"
+        literal = re.search(r"password:\s*([^,}\s]+)", text)
+        assert literal is None, f"{path} sets a password: {literal.group(0) if literal else ''}"
+    grafana = COMPOSE["services"]["grafana"]["environment"]
+    assert grafana["GF_SECURITY_ADMIN_PASSWORD__FILE"].endswith("/grafana-admin.password") and "GF_SECURITY_ADMIN_PASSWORD" not in grafana
+
+
+def test_the_compose_image_is_the_mixins_sidecar_image():
+    from exporter import __version__
+    from exporter.mixin.config import DEFAULT
+
+    image = COMPOSE["x-image"]["image"]
+    assert image == "${SPECDECODE_IMAGE:-" + DEFAULT.sidecar_image + "}"
+    assert DEFAULT.sidecar_image.endswith(f":{__version__}") and DEFAULT.sidecar_image.startswith("ghcr.io/")

@@ -28,8 +28,10 @@ def panels():
 
 
 def test_two_dashboards_with_stable_uids_not_vllms():
-    assert {d["uid"] for d in DASHBOARDS.values()} == {"specdecode-fleet", "specdecode-server"}
+    """The uid is derived from the configuration (the tenant's namespace: tests/test_tenancy.py), never vLLM's."""
+    assert {d["uid"] for d in DASHBOARDS.values()} == {"specdecode-fleet-inference", "specdecode-server-inference"}
     assert "vllm-spec-decode" not in {d["uid"] for d in DASHBOARDS.values()}
+    assert all(len(d["uid"]) <= 40 for d in DASHBOARDS.values())  # Grafana's limit
 
 
 @pytest.mark.parametrize("name", sorted(DASHBOARDS))

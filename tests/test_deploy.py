@@ -50,8 +50,8 @@ def test_compose_profiles_start_the_right_services():
     for name, service in COMPOSE["services"].items():
         for profile in service.get("profiles", []):
             by_profile.setdefault(profile, set()).add(name)
-    assert by_profile["gpu"] == {"vllm", "sidecar", "prometheus", "alertmanager", "grafana"}
-    assert by_profile["demo"] == {"simulator", "sidecar", "prometheus-demo", "alertmanager", "grafana"}
+    assert by_profile["gpu"] == {"secrets", "vllm", "sidecar", "prometheus", "alertmanager", "grafana"}
+    assert by_profile["demo"] == {"secrets", "simulator", "sidecar", "prometheus-demo", "alertmanager", "grafana"}
     assert COMPOSE["services"]["simulator"]["networks"]["default"]["aliases"] == ["vllm"]
 
 
@@ -67,7 +67,7 @@ def test_compose_gpu_vllm_is_pinned_with_a_gpu_and_a_rotating_log():
     for service in COMPOSE["services"].values():
         assert ":" in service.get("image", "x:pinned") and not service.get("image", "").endswith(":latest")
     grafana = COMPOSE["services"]["grafana"]["environment"]
-    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and "GRAFANA_ADMIN_PASSWORD" in grafana["GF_SECURITY_ADMIN_PASSWORD"]
+    assert grafana["GF_AUTH_ANONYMOUS_ENABLED"] == "false" and grafana["GF_SECURITY_ADMIN_PASSWORD__FILE"]
 
 
 def test_compose_mounts_exist_and_grafana_finds_the_dashboards():
@@ -163,9 +163,14 @@ def test_pod_security_probes_resources_and_network_policy(variant):
     assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"] and security["capabilities"]["drop"] == ["ALL"]
     for container in pod["containers"]:
         assert container["resources"]["requests"] and container["resources"]["limits"]
-        assert container["livenessProbe"]
-    # vLLM's readiness decides the pod's (its Service's endpoints); the sidecar's must not take it out
-    assert "readinessProbe" not in sidecar and next(c for c in pod["containers"] if c["name"] == "vllm")["readinessProbe"]
+    # vLLM's readiness decides the pod's (its Service's endpoints); the sidecar's must not take it out: no
+    # readiness probe, no liveness probe (a restart is a container not running), and a supervisor that keeps
+    # the container running whatever the sidecar does (tests/test_supervise.py)
+    vllm = next(c for c in pod["containers"] if c["name"] == "vllm")
+    assert vllm["readinessProbe"] and vllm["livenessProbe"]
+    assert "readinessProbe" not in sidecar and "livenessProbe" not in sidecar and "startupProbe" not in sidecar
+    assert sidecar["args"][0] == "supervise" and sidecar["args"][sidecar["args"].index("--") + 1] == "serve"
+    assert not pod.get("initContainers")  # a native sidecar's readiness counts too, and an unpullable one blocks vLLM's start
     assert pod["automountServiceAccountToken"] is False
     assert pod["securityContext"] == {"fsGroup": 10001, "fsGroupChangePolicy": "OnRootMismatch"}
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -174,11 +179,13 @@ def test_pod_security_probes_resources_and_network_policy(variant):
     # the sidecar's state outlives the pod: a claim per replica, mounted where --state-dir points
     claims = {c["metadata"]["name"]: c for c in workload["spec"]["volumeClaimTemplates"]}
     state_dir = sidecar["args"][sidecar["args"].index("--state-dir") + 1]
+    assert workload["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Delete"}
     assert "sidecar-state" in claims and "sidecar-state" not in volumes
     assert {"name": "sidecar-state", "mountPath": state_dir} in sidecar["volumeMounts"]
     policy = files["networkpolicy.yaml"]["spec"]
     metrics_rule = next(rule for rule in policy["ingress"] if rule["ports"][0]["port"] == 9847)
-    assert metrics_rule["from"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "prometheus"}
+    assert [peer["podSelector"]["matchLabels"] for peer in metrics_rule["from"]] == [
+        {"app.kubernetes.io/name": "prometheus"}, {"app.kubernetes.io/name": "prometheus-agent"}]
     if variant == "gpu":
         vllm = next(c for c in pod["containers"] if c["name"] == "vllm")
         assert vllm["resources"]["limits"]["nvidia.com/gpu"] == "1"

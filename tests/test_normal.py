@@ -194,7 +194,7 @@ RULE_FILES = [str(ROOT / "deploy/prometheus/specdecode.rules.yml"), str(ROOT / "
 DROPPED = "SpecDecodeAcceptanceDropped"
 # the reference is keyed by the stable identity (namespace, job, model, engine, k), pooled across replicas
 REFERENCE = "identity_model_engine_k:vllm_spec_decode_mean_acceptance_length:ratio_reference"
-LABELS = '{engine="0", job="vllm", model_name="m", num_speculative_tokens="15"}'
+LABELS = '{engine="0", job="vllm", model_name="m", namespace="inference", num_speculative_tokens="15"}'  # the tenant's series
 AGREE_AT = (30, 60, 90, 120, 150)  # hours
 
 
@@ -280,7 +280,8 @@ def test_the_rule_and_the_sidecar_hold_the_same_normal_through_a_decay_and_the_r
         tests.append({"expr": f"({above} >= bool 0) * ({above} < bool {0.06 * (2.81 - 1):.3f})",  # both: 1 × 1
                       "eval_time": hours(at), "exp_samples": [{"labels": LABELS.replace('job="vllm"', 'job="b"'), "value": 1}]})
     # two jobs: one reference each (replicas of one job would pool into one)
-    series = [*vllm_series('job="a",instance="a",model_name="m",engine="0"', flat), *vllm_series('job="b",instance="b",model_name="m",engine="0"', cycled)]
+    series = [*vllm_series('namespace="inference",job="a",instance="a",model_name="m",engine="0"', flat),
+              *vllm_series('namespace="inference",job="b",instance="b",model_name="m",engine="0"', cycled)]
     result = promtool(tmp_path, series, [*tests, firing_from("a", when_below(0.70) + 0.5, total), firing_from("b", when_below(0.70) + 0.5, total)], total)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]
 
@@ -307,5 +308,5 @@ def test_the_rule_stays_quiet_through_a_week_of_weekly_mix_noise_and_lulls(tmp_p
     assert sidecar.pop(-1) == ()  # the sidecar, fed the same minutes, is never unhealthy either
     agree = [{"expr": f"abs({REFERENCE} - {sidecar[at]:.4f}) < bool 0.02", "eval_time": hours(at), "exp_samples": [{"labels": LABELS, "value": 1}]}
              for at in (60, 120, 166)]
-    result = promtool(tmp_path, vllm_series('job="vllm",instance="a:8000",model_name="m",engine="0"', phases), [quiet, *agree], total)
+    result = promtool(tmp_path, vllm_series('namespace="inference",job="vllm",instance="a:8000",model_name="m",engine="0"', phases), [quiet, *agree], total)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]

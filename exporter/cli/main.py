@@ -1,5 +1,5 @@
-"""Command line: `serve`, `analyze`, `check-config`, `simulate`, `demo`, `acknowledge`, `mixin` (and
-`--version`). Every flag is also a SPECDECODE_<FLAG> env var.
+"""Command line: `serve`, `analyze`, `check-config`, `simulate`, `demo`, `acknowledge`, `mixin`, `supervise`,
+`secrets` (and `--version`). Every flag is also a SPECDECODE_<FLAG> env var.
 
 `main()` only parses; serve's flags become Settings in cli/settings.py, and the work happens in
 `serve.run(settings)` and `analyze.analyze(...)`.
@@ -18,8 +18,10 @@ from exporter import __version__
 from exporter.cli.acknowledge import acknowledge
 from exporter.cli.mixin import mixin
 from exporter.cli.options import derive_options, load_calibration, option, reference_options, reference_rule_args, seconds
+from exporter.cli.secrets import secrets
 from exporter.cli.settings import SERVE_DEFAULTS, ServeFlags, serve_settings
 from exporter.cli.simulation import demo, simulate
+from exporter.cli.supervise import supervise
 from exporter.config import ENGINES, LOG_FORMATS, ConfigError, LogFormat, load_derive_settings
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
 from exporter.report.formats import render_csv, render_table
@@ -227,6 +229,8 @@ main.add_command(simulate)
 main.add_command(acknowledge)
 main.add_command(demo)
 main.add_command(mixin)
+main.add_command(supervise)
+main.add_command(secrets)
 
 if __name__ == "__main__":
     main()

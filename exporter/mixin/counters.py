@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
+from exporter.mixin.scope import read, tenancy_labels
 
 
 @dataclass(frozen=True)
@@ -22,13 +23,7 @@ class Counters:
     per_position: str
     by: tuple[str, ...]
     level: str
-    model_by: tuple[str, ...] = ("model_name",)  # the model-level pooling labels
-
-
-def selector(*matchers: str) -> str:
-    """`{a, b}` of the non-empty matchers, or nothing."""
-    kept = [m for m in matchers if m]
-    return "{" + ", ".join(kept) + "}" if kept else ""
+    model_by: tuple[str, ...]  # the model-level pooling labels (the namespace stays: two tenants' models never pool)
 
 
 def _unique(*labels: str) -> tuple[str, ...]:
@@ -41,28 +36,37 @@ def server_labels(config: MixinConfig) -> tuple[str, ...]:
     return _unique("job", "instance", *config.topology_labels)
 
 
+def vllm_metric(config: MixinConfig, name: str, *matchers: str) -> str:
+    """A raw vLLM metric of this copy's servers: the tenant's, under vllm_selector."""
+    return read(config, name, config.vllm_selector, *matchers)
+
+
+def sidecar_metric(config: MixinConfig, name: str, *matchers: str) -> str:
+    """A sidecar metric of this copy's sidecars: the tenant's, under sidecar_selector."""
+    return read(config, name, config.sidecar_selector, *matchers)
+
+
 def vllm_counters(config: MixinConfig) -> Counters:
-    sel = selector(config.vllm_selector)
     return Counters(
         metric="vllm_spec_decode",
-        drafts=names.VLLM_DRAFTS.sample_name + sel,
-        draft_tokens=names.VLLM_DRAFT_TOKENS.sample_name + sel,
-        accepted=names.VLLM_ACCEPTED_TOKENS.sample_name + sel,
-        per_position=names.VLLM_ACCEPTED_PER_POSITION.sample_name + sel,
+        drafts=vllm_metric(config, names.VLLM_DRAFTS.sample_name),
+        draft_tokens=vllm_metric(config, names.VLLM_DRAFT_TOKENS.sample_name),
+        accepted=vllm_metric(config, names.VLLM_ACCEPTED_TOKENS.sample_name),
+        per_position=vllm_metric(config, names.VLLM_ACCEPTED_PER_POSITION.sample_name),
         by=_unique(*server_labels(config), *names.VLLM_DRAFTS.labels, *config.vllm_config_labels),
         level="instance_model_engine",
+        model_by=(*tenancy_labels(config), "model_name"),
     )
 
 
 def sidecar_counters(config: MixinConfig) -> Counters:
-    sel = selector(config.sidecar_selector)
     return Counters(
         metric="specdecode",
-        drafts=names.DRAFTS.sample_name + sel,
-        draft_tokens=names.DRAFT_TOKENS.sample_name + sel,
-        accepted=names.ACCEPTED_TOKENS.sample_name + sel,
-        per_position=names.ACCEPTED_PER_POSITION.sample_name + sel,
+        drafts=sidecar_metric(config, names.DRAFTS.sample_name),
+        draft_tokens=sidecar_metric(config, names.DRAFT_TOKENS.sample_name),
+        accepted=sidecar_metric(config, names.ACCEPTED_TOKENS.sample_name),
+        per_position=sidecar_metric(config, names.ACCEPTED_PER_POSITION.sample_name),
         by=_unique(*server_labels(config), "upstream", "source", "model_name", "engine"),
         level="upstream_model_engine",
-        model_by=("model_name", "source"),  # log and /metrics of one server must never be summed together
+        model_by=(*tenancy_labels(config), "model_name", "source"),  # log and /metrics of one server must never be summed together
     )

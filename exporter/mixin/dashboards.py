@@ -3,20 +3,24 @@ needed) and a per-server detail dashboard on the sidecar's metrics.
 
 Plain builders over Grafana's JSON model rather than grafana-foundation-sdk: the few panel kinds
 used here are small dicts, and a dependency would not make them safer than the lint test does.
-Queries live in their own functions, apart from layout. UIDs are explicit and stable, and never
-vLLM's own (`vllm-spec-decode`).
+Queries live in their own functions, apart from layout. Every query reads the tenant's series only
+(scope.py), and model-level panels keep `namespace`. UIDs and titles are derived from the
+configuration (the tenant and the selectors), so two teams' copies load side by side in one
+Grafana; never vLLM's own uid (`vllm-spec-decode`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
-from exporter.mixin.counters import selector, server_labels, sidecar_counters, vllm_counters
+from exporter.mixin.counters import server_labels, sidecar_counters, sidecar_metric, vllm_counters, vllm_metric
 from exporter.mixin.reference import reference_names
 from exporter.mixin.rules import rule_names
+from exporter.mixin.scope import tenancy_labels, tenant
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 NO_TRAFFIC = "No traffic"
@@ -96,6 +100,20 @@ def _datasource_variable() -> dict[str, Any]:
     return {"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus", "current": {}}
 
 
+def dashboard_uid(config: MixinConfig, kind: str) -> str:
+    """`specdecode-<kind>` for a cluster-wide copy; a tenant's copy adds its namespace, or a digest of
+    its scope where that would pass Grafana's 40 characters. Same scope, same uid: a re-render
+    replaces its own dashboard and never another team's."""
+    base = f"specdecode-{kind}"
+    if not (config.namespace or config.vllm_selector or config.sidecar_selector):
+        return base
+    readable = f"{base}-{config.namespace}"
+    if config.namespace and not (config.vllm_selector or config.sidecar_selector) and len(readable) <= 40:
+        return readable
+    digest = hashlib.sha256("\0".join((config.namespace, config.vllm_selector, config.sidecar_selector)).encode()).hexdigest()[:10]
+    return f"{base}-{digest}"
+
+
 def _dashboard(config: MixinConfig, uid: str, title: str, description: str, variables: list[dict[str, Any]], panels: list[Panel]) -> dict[str, Any]:
     rendered, x, y, row_height = [], 0, 0, 0
     for panel_id, panel in enumerate(panels, start=1):
@@ -106,7 +124,8 @@ def _dashboard(config: MixinConfig, uid: str, title: str, description: str, vari
         row_height = max(row_height, panel.height)
     return {
         "uid": uid,
-        "title": config.dashboard_title_prefix + title,
+        # a folder holds one dashboard of a title: each tenant's copy names its namespace
+        "title": config.dashboard_title_prefix + title + (f" ({config.namespace})" if config.namespace else ""),
         "description": description,
         "tags": list(config.dashboard_tags),
         "editable": True,
@@ -125,6 +144,7 @@ def _dashboard(config: MixinConfig, uid: str, title: str, description: str, vari
 
 # --- queries -------------------------------------------------------------------------------------
 
+JOB, MODEL, ENGINE, UPSTREAM = '"$job"', '"$model"', '"$engine"', '"$upstream"'
 VLLM_DRAFTS = names.VLLM_DRAFTS.sample_name  # what the fleet's variables list
 SIDECAR_DRAFTS = names.DRAFTS.sample_name  # what the server dashboard's variables list
 
@@ -134,12 +154,26 @@ def _topology(config: MixinConfig) -> str:
     return "".join(f', {label}=~"${label}"' for label in config.topology_labels if label not in ("job", "instance"))
 
 
+def _scoped(config: MixinConfig, matchers: str) -> str:
+    """The tenant's matcher before the variables' ones: a variable set to All never reaches another team's series."""
+    return ", ".join(m for m in (tenant(config), matchers) if m)
+
+
 def server_matchers(config: MixinConfig) -> str:
-    return f'job=~"$job"{_topology(config)}, instance=~"$instance", model_name=~"$model", engine=~"$engine"'
+    return _scoped(config, f'job=~"$job"{_topology(config)}, instance=~"$instance", model_name=~"$model", engine=~"$engine"')
 
 
 def sidecar_matchers(config: MixinConfig) -> str:
-    return f'job=~"$job"{_topology(config)}, upstream=~"$upstream", model_name=~"$model", engine=~"$engine"'
+    return _scoped(config, f'job=~"$job"{_topology(config)}, upstream=~"$upstream", model_name=~"$model", engine=~"$engine"')
+
+
+def model_matchers(config: MixinConfig) -> str:
+    """Model-level records: the model variable, and the namespace they keep."""
+    return _scoped(config, "".join(f'{label}=~"${label}", ' for label in tenancy_labels(config)) + 'model_name=~"$model"')
+
+
+def model_legend(config: MixinConfig) -> str:
+    return "".join(f"{{{{{label}}}}}/" for label in tenancy_labels(config)) + "{{model_name}}"
 
 
 def replica(config: MixinConfig) -> str:
@@ -147,13 +181,15 @@ def replica(config: MixinConfig) -> str:
     return " ".join(f"{{{{{label}}}}}" for label in (*config.topology_labels[-1:], "instance"))
 
 
-def scraped_query(family: str, selector_text: str) -> str:
+def scraped_query(family: str) -> str:
     """How many series of the family Prometheus holds, 0 when none: not scraped, apart from no traffic.
-    The config's selector only, never the variables: they list what was scraped."""
-    return f"count({family}{selector(selector_text)}) or vector(0)"
+    `family` as the config selects it (tenant and selector), never the variables: they list what was scraped."""
+    return f"count({family}) or vector(0)"
 
 
-TARGETS = {"up": 'sum by (job) (up{job=~"$job"})', "down": 'count by (job) (up{job=~"$job"}) - sum by (job) (up{job=~"$job"})'}
+def targets(config: MixinConfig) -> dict[str, str]:
+    up = "up{" + _scoped(config, 'job=~"$job"') + "}"
+    return {"up": f"sum by (job) ({up})", "down": f"count by (job) ({up}) - sum by (job) ({up})"}
 
 
 def fleet_queries(config: MixinConfig) -> dict[str, str]:
@@ -161,24 +197,26 @@ def fleet_queries(config: MixinConfig) -> dict[str, str]:
     r = reference_names(config, vllm_counters(config))
     server_labels_text = ", ".join(server_labels(config))
     sel = server_matchers(config)
-    identity = 'job=~"$job", model_name=~"$model", engine=~"$engine"'
+    model = model_matchers(config)
+    identity = _scoped(config, "".join(f'{label}=~"${label}", ' for label in tenancy_labels(config))
+                       + 'job=~"$job", model_name=~"$model", engine=~"$engine"')
     return {
-        "model_length": f'{n["model_mean_acceptance_length"]}{{model_name=~"$model"}}',
+        "model_length": f"{n['model_mean_acceptance_length']}{{{model}}}",
         "server_length": f"{n['mean_acceptance_length']}{{{sel}}}",
         # every config's reference within the hold: the previous k's stays beside the current one
         "server_reference": f"{r['reference']}{{{identity}}}",
-        "model_k_positions": f'{n["model_k_position_acceptance"]}{{model_name=~"$model"}}',
-        "model_k_conditional": f'{n["model_k_position_conditional"]}{{model_name=~"$model"}}',
+        "model_k_positions": f"{n['model_k_position_acceptance']}{{{model}}}",
+        "model_k_conditional": f"{n['model_k_position_conditional']}{{{model}}}",
         "server_positions": f"{n['position_acceptance']}{{{sel}}}",
-        "accepted": f'{n["model_accepted"]}{{model_name=~"$model"}}',
-        "drafted": f'{n["model_draft_tokens"]}{{model_name=~"$model"}}',
-        "wasted": f'{n["model_wasted"]}{{model_name=~"$model"}}',
+        "accepted": f"{n['model_accepted']}{{{model}}}",
+        "drafted": f"{n['model_draft_tokens']}{{{model}}}",
+        "wasted": f"{n['model_wasted']}{{{model}}}",
         "drafts": f"sum by ({server_labels_text}, model_name, engine) (rate({names.VLLM_DRAFTS.sample_name}{{{sel}}}[$__rate_interval]))",
         # per replica first (k = its number of position series), then the largest and smallest of a job:
         # replicas agree when the two are equal; a sum would add the replicas' k
         "configured_k_max": f"max by (job, model_name, engine) ({_k_per_replica(config, names.VLLM_ACCEPTED_PER_POSITION.sample_name, sel)})",
         "configured_k_min": f"min by (job, model_name, engine) ({_k_per_replica(config, names.VLLM_ACCEPTED_PER_POSITION.sample_name, sel)})",
-        "alerts": 'ALERTS{alertname=~"SpecDecode.*", alertstate="firing"}',
+        "alerts": "ALERTS{" + _scoped(config, 'alertname=~"SpecDecode.*", alertstate="firing"') + "}",
     }
 
 
@@ -224,10 +262,10 @@ def server_queries(config: MixinConfig) -> dict[str, str]:
         "configured_k": _k_per_replica(config, names.ACCEPTED_PER_POSITION.sample_name, sel, ("upstream", "source")),
         "wasted": f"{names.WASTED_TOKENS_RATE.name}{{{sel}, {window}}}",
         "accepted_rate": f"sum by ({by}) (rate({names.ACCEPTED_TOKENS.sample_name}{{{sel}}}[$__rate_interval]))",
-        "disagreement": f'{names.DISAGREEMENT.name}{{job=~"$job"{_topology(config)}, model_name=~"$model", engine=~"$engine"}}',
-        "source_up": f'{names.SOURCE_UP.name}{{job=~"$job"{_topology(config)}, upstream=~"$upstream"}}',
+        "disagreement": f"{names.DISAGREEMENT.name}{{{_scoped(config, f'job=~{JOB}{_topology(config)}, model_name=~{MODEL}, engine=~{ENGINE}')}}}",
+        "source_up": f"{names.SOURCE_UP.name}{{{_scoped(config, f'job=~{JOB}{_topology(config)}, upstream=~{UPSTREAM}')}}}",
         "parse_errors": f'sum by ({", ".join(server_labels(config))}, upstream) '
-        f'(rate({names.LOG_LINES.sample_name}{{job=~"$job"{_topology(config)}, upstream=~"$upstream"}}[$__rate_interval]))',
+        f"(rate({names.LOG_LINES.sample_name}{{{_scoped(config, f'job=~{JOB}{_topology(config)}, upstream=~{UPSTREAM}')}}}[$__rate_interval]))",
     }
 
 
@@ -242,35 +280,37 @@ def _variables(config: MixinConfig, family: str, last: str) -> list[dict[str, An
     chosen: list[str] = []
     variables = []
     for name in ("job", *(label for label in config.topology_labels if label not in ("job", "instance")), last):
-        matchers = ", ".join(f'{c}=~"${c}"' for c in chosen)
-        variables.append(_query_variable(name, name.capitalize(), f"label_values({family}{{{matchers}}}, {name})" if chosen
+        matchers = _scoped(config, ", ".join(f'{c}=~"${c}"' for c in chosen))
+        variables.append(_query_variable(name, name.capitalize(), f"label_values({family}{{{matchers}}}, {name})" if matchers
                                          else f"label_values({family}, {name})"))
         chosen.append(name)
-    matchers = ", ".join(f'{c}=~"${c}"' for c in chosen)
+    matchers = _scoped(config, ", ".join(f'{c}=~"${c}"' for c in chosen))
     variables.append(_query_variable("model", "Model", f"label_values({family}{{{matchers}}}, model_name)"))
     variables.append(_query_variable("engine", "Engine", f"label_values({family}{{{matchers}}}, engine)"))
     return variables
 
 
-def _scrape_panels(family: str, selector_text: str, what: str) -> list[Panel]:
+def _scrape_panels(config: MixinConfig, family: str, what: str) -> list[Panel]:
     return [
         Panel("Scraped", f"Series of {what} Prometheus holds. '{NOT_SCRAPED}' (none at all) is a broken integration — a PodMonitor or "
               "PrometheusRule the Prometheus does not select, a wrong selector — not an idle fleet; the other panels' "
               f"'{NO_TRAFFIC}' then means scraped but not drafting.",
-              "stat", [(scraped_query(family, selector_text), "series")], "none", width=8, height=4, instant=True,
+              "stat", [(scraped_query(family), "series")], "none", width=8, height=4, instant=True,
               mappings=[{"type": "value", "options": {"0": {"text": NOT_SCRAPED, "color": "red", "index": 0}}}]),
         Panel("Scrape targets", "Targets of each job that answer (up) and that do not (down).",
-              "stat", [(TARGETS["up"], "{{job}} up"), (TARGETS["down"], "{{job}} down")], "none", width=16, height=4, instant=True),
+              "stat", [(targets(config)["up"], "{{job}} up"), (targets(config)["down"], "{{job}} down")], "none", width=16, height=4,
+              instant=True),
     ]
 
 
 def fleet(config: MixinConfig) -> dict[str, Any]:
     q = fleet_queries(config)
     who = replica(config)
+    model = model_legend(config)
     panels = [
-        *_scrape_panels(VLLM_DRAFTS, config.vllm_selector, "vLLM's spec-decode counters"),
+        *_scrape_panels(config, vllm_metric(config, VLLM_DRAFTS), "vLLM's spec-decode counters"),
         Panel("Mean acceptance length by model", "Tokens per verification step, bonus included (1 + accepted/drafts), pooled over every server of a model.",
-              "timeseries", [(q["model_length"], "{{model_name}}")], "none", min=1.0),
+              "timeseries", [(q["model_length"], model)], "none", min=1.0),
         Panel("Mean acceptance length by server, against its reference",
               f"Each server's L over {config.rate_window} (solid) and the drop-off alert's reference per config (k): the best "
               f"{config.reference_pool}-pooled L of that config within {config.reference_hold}. A previous config's reference stays beside the current one.",
@@ -278,17 +318,17 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
                              (q["server_reference"], "reference {{job}} e{{engine}} k={{num_speculative_tokens}}")], "none", min=1.0),
         Panel("Per-position acceptance by model and k",
             "Share of drafts whose positions 0..i were all accepted, per model and number of speculative tokens (never pooled across different k).",
-              "bargauge", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              "bargauge", [(q["model_k_positions"], f"{model} k={{{{num_speculative_tokens}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Conditional acceptance by model and k", "Chance position i is accepted when position i−1 was: where the chain breaks.",
-              "bargauge", [(q["model_k_conditional"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", instant=True, **RATIO,
+              "bargauge", [(q["model_k_conditional"], f"{model} k={{{{num_speculative_tokens}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
               options={"orientation": "vertical", "displayMode": "gradient"}),
         Panel("Per-position acceptance over time by model and k", "Each row a draft position of one model and k: how its acceptance moves in time.",
-              "heatmap", [(q["model_k_positions"], "{{model_name}} k={{num_speculative_tokens}} #{{position}}")], "percentunit", width=24, **RATIO,
+              "heatmap", [(q["model_k_positions"], f"{model} k={{{{num_speculative_tokens}}}} #{{{{position}}}}")], "percentunit", width=24, **RATIO,
               options={"calculate": False, "yAxis": {"axisPlacement": "left"}, "color": {"scheme": "Blues", "mode": "scheme"}}),
         Panel("Drafted, accepted and wasted tokens", "Draft tokens per second proposed, accepted by the target, and rejected (drafted − accepted), per model.",
-              "timeseries", [(q["drafted"], "drafted {{model_name}}"), (q["accepted"], "accepted {{model_name}}"), (q["wasted"],
-                  "wasted {{model_name}}")], TOKENS_PER_SECOND, min=0.0,
+              "timeseries", [(q["drafted"], f"drafted {model}"), (q["accepted"], f"accepted {model}"), (q["wasted"],
+                  f"wasted {model}")], TOKENS_PER_SECOND, min=0.0,
               options={"legend": {"displayMode": "list", "placement": "bottom"}}),
         Panel("Per-position acceptance by server", "Each server's own curve, to find the one that drags its model's curve down.",
               "bargauge", [(q["server_positions"], f"{who} e{{{{engine}}}} #{{{{position}}}}")], "percentunit", instant=True, **RATIO,
@@ -305,7 +345,7 @@ def fleet(config: MixinConfig) -> dict[str, Any]:
     ]
     return _dashboard(
         config,
-        "specdecode-fleet",
+        dashboard_uid(config, "fleet"),
         "Fleet",
         "vLLM speculative decoding across servers, from raw vLLM metrics and the specdecode recording rules (no sidecar needed).",
         _variables(config, VLLM_DRAFTS, "instance"),
@@ -317,13 +357,14 @@ def server(config: MixinConfig) -> dict[str, Any]:
     q = server_queries(config)
     # the windows the sidecar exports derived gauges for: its health window unless --derived-windows adds more
     window = {
-        **_query_variable("window", "Window", f'label_values({names.MEAN_ACCEPTANCE_LENGTH.name}{{job=~"$job", upstream=~"$upstream"}}, window)'),
+        **_query_variable("window", "Window",
+                          f"label_values({names.MEAN_ACCEPTANCE_LENGTH.name}{{{_scoped(config, f'job=~{JOB}, upstream=~{UPSTREAM}')}}}, window)"),
         "includeAll": False, "multi": False, "current": {},
     }
     del window["allValue"]
     who = replica(config)
     panels = [
-        *_scrape_panels(SIDECAR_DRAFTS, config.sidecar_selector, "the sidecars' counters"),
+        *_scrape_panels(config, sidecar_metric(config, SIDECAR_DRAFTS), "the sidecars' counters"),
         Panel("Verdict", "The sidecar's drafter health verdict per series: ok, wasteful, degraded, broken or no_data.",
               "state-timeline", [(q["verdict"], f"{who} {{{{source}}}} e{{{{engine}}}}: {{{{state}}}}")], "none", width=24, height=6),
         Panel("Mean acceptance length", "The sidecar's L over the chosen window, and the recording rule over its counters.",
@@ -371,7 +412,7 @@ def server(config: MixinConfig) -> dict[str, Any]:
     ]
     return _dashboard(
         config,
-        "specdecode-server",
+        dashboard_uid(config, "server"),
         "Server detail",
         "vLLM servers through their specdecode-exporter sidecars, one line per replica: verdict, windows, recommendation, sources.",
         [*_variables(config, SIDECAR_DRAFTS, "upstream"), window],

@@ -41,6 +41,7 @@ from typing import Any
 from exporter import metric_names as names
 from exporter.mixin.config import MixinConfig
 from exporter.mixin.counters import Counters
+from exporter.mixin.scope import read
 
 K_LABEL = "num_speculative_tokens"
 IDENTITY_LEVEL = "identity_model_engine_k"
@@ -75,30 +76,32 @@ def keyed_rules(config: MixinConfig, counters: Counters, n: dict[str, str]) -> l
     """Rates keyed by k, appended to the group of `counters` (they read its rate and k records `n`)."""
     r = reference_names(config, counters)
     by = ", ".join(counters.by)
+    k = read(config, n["k"])
     # the same k now and `config_change_guard` ago (`and` matches every label, k included)
-    guarded_k = f"({n['k']} and {n['k']} offset {config.config_change_guard})"
+    guarded_k = f"({k} and {k} offset {config.config_change_guard})"
     return [
-        _rule(r["drafts"], f"{n['drafts']} * on({by}) group_left({K_LABEL}) {guarded_k}"),
-        _rule(r["accepted"], f"{n['accepted']} * on({by}) group_left({K_LABEL}) {guarded_k}"),
-        _rule(r["mean_acceptance_length"], f"1 + {r['accepted']} / ({r['drafts']} > 0)"),
+        _rule(r["drafts"], f"{read(config, n['drafts'])} * on({by}) group_left({K_LABEL}) {guarded_k}"),
+        _rule(r["accepted"], f"{read(config, n['accepted'])} * on({by}) group_left({K_LABEL}) {guarded_k}"),
+        _rule(r["mean_acceptance_length"], f"1 + {read(config, r['accepted'])} / ({read(config, r['drafts'])} > 0)"),
         # the key's rates: every replica's summed, numerators and denominators apart
-        _rule(r["identity_drafts"], f"sum by ({', '.join(keyed_by(config))}) ({r['drafts']})"),
-        _rule(r["identity_accepted"], f"sum by ({', '.join(keyed_by(config))}) ({r['accepted']})"),
+        _rule(r["identity_drafts"], f"sum by ({', '.join(keyed_by(config))}) ({read(config, r['drafts'])})"),
+        _rule(r["identity_accepted"], f"sum by ({', '.join(keyed_by(config))}) ({read(config, r['accepted'])})"),
     ]
 
 
 def reference_rules(config: MixinConfig, counters: Counters) -> list[dict[str, Any]]:
     r, pool = reference_names(config, counters), config.reference_pool
+    drafts, accepted = read(config, r["identity_drafts"]), read(config, r["identity_accepted"])
     pooled = (
-        f"1 + sum_over_time({r['identity_accepted']}[{pool}]) / (sum_over_time({r['identity_drafts']}[{pool}]) > 0)"
+        f"1 + sum_over_time({accepted}[{pool}]) / (sum_over_time({drafts}[{pool}]) > 0)"
         # a lull's few drafts never set a reference …
-        f" and avg_over_time({r['identity_drafts']}[{pool}]) >= {config.min_drafts_per_second:g}"
+        f" and avg_over_time({drafts}[{pool}]) >= {config.min_drafts_per_second:g}"
         # … nor a config younger than the settle time
-        f" and {r['identity_drafts']} offset {config.reference_settle}"
+        f" and {drafts} offset {config.reference_settle}"
     )
     return [
         _rule(r["pooled"], pooled),
-        _rule(r["reference"], f"max_over_time({r['pooled']}[{config.reference_hold}])"),
+        _rule(r["reference"], f"max_over_time({read(config, r['pooled'])}[{config.reference_hold}])"),
     ]
 
 

@@ -12,6 +12,9 @@ Ratios are pooled: numerators and denominators are summed first, then divided. D
 `> 0`, so an idle series yields no sample — never 0% or 100%. Per-position rates are split by model
 *and* k (the number of position series, turned into a label by count_values), so servers drafting
 different k are never pooled position by position.
+
+Every record is read back through scope.read (the tenant's namespace only) and keeps `namespace`,
+model-level ones too: two teams' copies write disjoint series under the same names.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from exporter.mixin.config import MixinConfig
 from exporter.mixin.counters import Counters, sidecar_counters, vllm_counters
 from exporter.mixin.reference import keyed_rules, reference_group
+from exporter.mixin.scope import read
 
 
 def name(level: str, metric: str, operation: str) -> str:
@@ -61,62 +65,68 @@ def rule_names(counters: Counters, config: MixinConfig) -> dict[str, str]:
     }
 
 
-def _conditional(record: str, accepted: str, by: str, max_positions: int) -> list[dict[str, Any]]:
+def _conditional(config: MixinConfig, record: str, accepted: str, by: str) -> list[dict[str, Any]]:
     """c_0 = A_0/D is the position rate; c_i = A_i / A_{i-1}: position i−1's series relabelled as i."""
     rules = []
-    for position in range(1, max_positions):
-        previous = f'label_replace({accepted}{{position="{position - 1}"}} > 0, "position", "{position}", "position", ".*")'
+    for position in range(1, config.max_positions):
+        before = read(config, accepted, f'position="{position - 1}"')
+        previous = f'label_replace({before} > 0, "position", "{position}", "position", ".*")'
         # one rule per position; the static label (equal to the result's) keeps the rules distinct
-        rules.append(_rule(record, f'{accepted}{{position="{position}"}} / on({by}, position) {previous}', {"position": str(position)}))
+        current = read(config, accepted, f'position="{position}"')
+        rules.append(_rule(record, f"{current} / on({by}, position) {previous}", {"position": str(position)}))
     return rules
 
 
 def counter_rules(counters: Counters, config: MixinConfig) -> list[dict[str, Any]]:
     """Rate, ratio, per-position and per-model-and-k rules for one counter family."""
     n, w = rule_names(counters, config), config.rate_window
+
+    def r(key: str, *matchers: str) -> str:  # a record of this family, as this copy reads it back
+        return read(config, n[key], *matchers)
+
     by = ", ".join(counters.by)
     model = ", ".join(counters.model_by)
     model_k = f"{model}, num_speculative_tokens"
-    with_k = f"* on({by}) group_left(num_speculative_tokens) {n['k']}"
+    with_k = f"* on({by}) group_left(num_speculative_tokens) {r('k')}"
     rules = [
         _rule(n["drafts"], f"sum by ({by}) (rate({counters.drafts}[{w}]))"),
         _rule(n["draft_tokens"], f"sum by ({by}) (rate({counters.draft_tokens}[{w}]))"),
         _rule(n["accepted"], f"sum by ({by}) (rate({counters.accepted}[{w}]))"),
         _rule(n["position_accepted"], f"sum by ({by}, position) (rate({counters.per_position}[{w}]))"),
-        _rule(n["wasted"], f"({n['draft_tokens']} > 0) - {n['accepted']}"),
-        _rule(n["mean_acceptance_length"], f"1 + {n['accepted']} / ({n['drafts']} > 0)"),
-        _rule(n["draft_acceptance"], f"{n['accepted']} / ({n['draft_tokens']} > 0)"),
-        _rule(n["position_acceptance"], f"{n['position_accepted']} / ignoring(position) group_left() ({n['drafts']} > 0)"),
-        _rule(n["position_conditional"], f'{n["position_acceptance"]}{{position="0"}}', {"position": "0"}),
-        *_conditional(n["position_conditional"], n["position_accepted"], by, config.max_positions),
+        _rule(n["wasted"], f"({r('draft_tokens')} > 0) - {r('accepted')}"),
+        _rule(n["mean_acceptance_length"], f"1 + {r('accepted')} / ({r('drafts')} > 0)"),
+        _rule(n["draft_acceptance"], f"{r('accepted')} / ({r('draft_tokens')} > 0)"),
+        _rule(n["position_acceptance"], f"{r('position_accepted')} / ignoring(position) group_left() ({r('drafts')} > 0)"),
+        _rule(n["position_conditional"], r("position_acceptance", 'position="0"'), {"position": "0"}),
+        *_conditional(config, n["position_conditional"], n["position_accepted"], by),
         # k as a label: the number of position series each server exports
         _rule(
             n["k"],
             f'count_values by ({by}) ("num_speculative_tokens", count by ({by}) ({counters.per_position}))',
         ),
-        _rule(n["model_accepted"], f"sum by ({model}) ({n['accepted']})"),
-        _rule(n["model_draft_tokens"], f"sum by ({model}) ({n['draft_tokens']})"),
-        _rule(n["model_wasted"], f"sum by ({model}) ({n['wasted']})"),
+        _rule(n["model_accepted"], f"sum by ({model}) ({r('accepted')})"),
+        _rule(n["model_draft_tokens"], f"sum by ({model}) ({r('draft_tokens')})"),
+        _rule(n["model_wasted"], f"sum by ({model}) ({r('wasted')})"),
         _rule(
             n["model_mean_acceptance_length"],
-            f"1 + sum by ({model}) ({n['accepted']}) / (sum by ({model}) ({n['drafts']}) > 0)",
+            f"1 + sum by ({model}) ({r('accepted')}) / (sum by ({model}) ({r('drafts')}) > 0)",
         ),
         _rule(
             n["model_draft_acceptance"],
-            f"sum by ({model}) ({n['accepted']}) / (sum by ({model}) ({n['draft_tokens']}) > 0)",
+            f"sum by ({model}) ({r('accepted')}) / (sum by ({model}) ({r('draft_tokens')}) > 0)",
         ),
-        _rule(n["model_k_drafts"], f"sum by ({model_k}) ({n['drafts']} {with_k})"),
-        _rule(n["model_k_position_accepted"], f"sum by ({model_k}, position) ({n['position_accepted']} {with_k})"),
+        _rule(n["model_k_drafts"], f"sum by ({model_k}) ({r('drafts')} {with_k})"),
+        _rule(n["model_k_position_accepted"], f"sum by ({model_k}, position) ({r('position_accepted')} {with_k})"),
         _rule(
             n["model_k_mean_acceptance_length"],
-            f"1 + sum by ({model_k}) ({n['accepted']} {with_k}) / ({n['model_k_drafts']} > 0)",
+            f"1 + sum by ({model_k}) ({r('accepted')} {with_k}) / ({r('model_k_drafts')} > 0)",
         ),
         _rule(
             n["model_k_position_acceptance"],
-            f"{n['model_k_position_accepted']} / ignoring(position) group_left() ({n['model_k_drafts']} > 0)",
+            f"{r('model_k_position_accepted')} / ignoring(position) group_left() ({r('model_k_drafts')} > 0)",
         ),
-        _rule(n["model_k_position_conditional"], f'{n["model_k_position_acceptance"]}{{position="0"}}', {"position": "0"}),
-        *_conditional(n["model_k_position_conditional"], n["model_k_position_accepted"], model_k, config.max_positions),
+        _rule(n["model_k_position_conditional"], r("model_k_position_acceptance", 'position="0"'), {"position": "0"}),
+        *_conditional(config, n["model_k_position_conditional"], n["model_k_position_accepted"], model_k),
     ]
     return rules
 

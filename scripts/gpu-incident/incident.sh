@@ -60,7 +60,8 @@ TMPL=/usr/share/prometheus/alertmanager/default.tmpl
 "$PROM" --version 2>&1 | head -1 | tee -a "$WORK/progress.log"; "$AM" --version 2>&1 | head -1 | tee -a "$WORK/progress.log"
 cp "$REPO/deploy/prometheus/specdecode.rules.yml" "$REPO/deploy/alertmanager/alertmanager.yml" config/
 cp "$REPO/deploy/prometheus/specdecode.alerts.yml" config/specdecode.alerts.production.yml
-sed -e 's/"vllm:8000"/"127.0.0.1:8000"/; s/"sidecar:9847"/"127.0.0.1:9847"/; s/"alertmanager:9093"/"127.0.0.1:9093"/' \
+# loopback addresses; this run's sidecar has no web config, so its scrape needs no (compose-generated) password
+sed -e 's/"vllm:8000"/"127.0.0.1:8000"/; s/"sidecar:9847"/"127.0.0.1:9847"/; s/"alertmanager:9093"/"127.0.0.1:9093"/' -e '/basic_auth/d' \
     "$REPO/deploy/prometheus/prometheus.yml" > config/prometheus.yml
 python3 - "$SCALED_FOR" config/specdecode.alerts.yml <<'PY'
 # the production alerts with only the 10m `for:` (for_medium) scaled: generated from the mixin
