@@ -37,19 +37,7 @@ wait_up() {  # url, seconds
 }
 
 # --- the stack -------------------------------------------------------------------------------
-undeb() {  # dpkg -x, or the same by hand where the host has no dpkg (a .deb is an ar archive)
-  if command -v dpkg >/dev/null; then dpkg -x "$1" "$2"; return; fi
-  python3 - "$1" "$2" <<'PY'
-import io, sys, tarfile
-data = open(sys.argv[1], "rb").read()
-pos = 8
-while pos < len(data):
-    name, size = data[pos:pos + 16].decode().strip().rstrip("/"), int(data[pos + 48:pos + 58])
-    if name.startswith("data.tar"):
-        tarfile.open(fileobj=io.BytesIO(data[pos + 60:pos + 60 + size])).extractall(sys.argv[2])
-    pos += 60 + size + (size & 1)
-PY
-}
+source "$HERE/host.sh"
 for deb in "$PKG"/prometheus_*.deb "$PKG"/prometheus-alertmanager_*.deb; do undeb "$deb" "$WORK/pkg"; done
 PROM=$WORK/pkg/usr/bin/prometheus; AM=$WORK/pkg/usr/bin/prometheus-alertmanager
 # Debian's Alertmanager reads its default notification template from this path (upstream's binary
@@ -119,11 +107,7 @@ for PHASE in healthy stale fixed; do
   PID=$!
   say "$PHASE: vllm launched (pid $PID), drafter config.json from $SRC ($(sha256sum "$DRAFT/config.json" | cut -c1-12))"
   ok=0
-  for i in $(seq 1 "$HEALTH_MAX_S"); do
-    kill -0 $PID 2>/dev/null || { say "$PHASE: vllm exited before /health"; break; }
-    up "$URL/health" && { ok=1; break; }
-    sleep 1
-  done
+  wait_healthy $PID "$PHASE" "$HEALTH_MAX_S" && ok=1
   event healthy "$PHASE"
   say "$PHASE: healthy=$ok"
   if [ $ok = 1 ]; then

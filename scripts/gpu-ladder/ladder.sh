@@ -51,19 +51,7 @@ cp "$MODELS/ladder-build.json" .
 say "models: $(python3 -c "import json; b=json.load(open('ladder-build.json')); print(b['target_parameters'], 'and', b['draft_parameters'], 'parameters; chosen', b['chosen'])")"
 
 # --- the stack (started after the plain run's calibration) ----------------------------------
-undeb() {  # dpkg -x, or the same by hand where the host has no dpkg (a .deb is an ar archive)
-  if command -v dpkg >/dev/null; then dpkg -x "$1" "$2"; return; fi
-  python3 - "$1" "$2" <<'PY'
-import io, sys, tarfile
-data = open(sys.argv[1], "rb").read()
-pos = 8
-while pos < len(data):
-    name, size = data[pos:pos + 16].decode().strip().rstrip("/"), int(data[pos + 48:pos + 58])
-    if name.startswith("data.tar"):
-        tarfile.open(fileobj=io.BytesIO(data[pos + 60:pos + 60 + size])).extractall(sys.argv[2])
-    pos += 60 + size + (size & 1)
-PY
-}
+source "$HERE/../gpu-incident/host.sh"
 start_stack() {
   for deb in "$PKG"/prometheus_*.deb "$PKG"/prometheus-alertmanager_*.deb; do undeb "$deb" "$WORK/pkg"; done
   local prom=$WORK/pkg/usr/bin/prometheus am=$WORK/pkg/usr/bin/prometheus-alertmanager tmpl=/usr/share/prometheus/alertmanager/default.tmpl
@@ -90,9 +78,10 @@ PY
 global: {scrape_interval: 5s, evaluation_interval: 5s}
 rule_files: [specdecode.rules.yml, specdecode.alerts.yml]
 alerting: {alertmanagers: [{static_configs: [{targets: ["127.0.0.1:9093"]}]}]}
+# both with the labels a Kubernetes scrape gives: the tenant's namespace the rules read, the pod vLLM and its sidecar share
 scrape_configs:
-  - {job_name: vllm, static_configs: [{targets: ["127.0.0.1:8000"]}]}
-  - {job_name: specdecode, static_configs: [{targets: ["127.0.0.1:9847"]}]}
+  - {job_name: vllm, static_configs: [{targets: ["127.0.0.1:8000"], labels: {namespace: inference, pod: vllm}}]}
+  - {job_name: specdecode, static_configs: [{targets: ["127.0.0.1:9847"], labels: {namespace: inference, pod: vllm}}]}
 YML
   STACK_PIDS=()
   setsid python3 "$REPO/scripts/gpu-incident/webhook.py" --listen 127.0.0.1:9099 --out "$WORK/alertmanager-notifications.jsonl" \
@@ -139,13 +128,10 @@ run_one() {  # plain | kN
   "${cmd[@]}" > "$dir/server.log" 2>&1 &
   pid=$!
   say "$name: vllm launched (pid $pid)"
-  for i in $(seq 1 "$HEALTH_MAX_S"); do
-    kill -0 $pid 2>/dev/null || { say "$name: vllm exited before /health"; tail -3 "$dir/server.log" | tee -a progress.log; break; }
-    up "$URL/health" && { ok=1; break; }
-    sleep 1
-  done
+  HEALTHY_AFTER=
+  wait_healthy $pid "$name" "$HEALTH_MAX_S" && ok=1 || tail -n 3 "$dir/server.log" | tee -a progress.log
   event healthy "$name"
-  say "$name: healthy=$ok after $i s"
+  say "$name: healthy=$ok after ${HEALTHY_AFTER:-?} s"
   if [ $ok = 1 ]; then
     python3 "$KIT/scraper.py" --url "$URL" --out "$dir" --t0 "$(cat "$dir/t0_epoch.txt")" --info 1 > "$dir/info.out" 2>&1
     event ladder_start "$name"
