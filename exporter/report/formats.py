@@ -159,6 +159,20 @@ def _earlier_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _zone_line(report: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """The zone the log's stamps were read in, and where it comes from (times below are UTC)."""
+    zone = next((source.get("log_zone") for source in report["sources"] if source["upstream"] == s["upstream"]), None)
+    if not zone or not zone.get("why"):
+        return []
+    offset = zone["utc_offset_seconds"]
+    if offset is None:
+        named = zone["zone"]
+    else:
+        minutes = int(abs(offset)) // 60
+        named = f"{zone['zone']}, UTC{'+' if offset >= 0 else '-'}{minutes // 60:02d}:{minutes % 60:02d}"
+    return [f"  the log's stamps read in {named}: {zone['why']}"]
+
+
 def render_table(report: dict[str, Any]) -> str:
     """A per-series, per-position table for a terminal: what is true now first, then the past."""
     out: list[str] = []
@@ -170,6 +184,7 @@ def render_table(report: dict[str, Any]) -> str:
         if s["server_version"]:
             config.append(f"vLLM {s['server_version']}")
         out.append("  " + ", ".join(config))
+        out.extend(_zone_line(report, s))
         out.extend(_period_lines(s))
         out.extend(_memory_lines(s))
         out.extend(_earlier_lines(s))

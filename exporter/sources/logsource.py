@@ -33,6 +33,7 @@ from exporter.sources.ledger import Ledger
 from exporter.sources.logfile import FollowedFile
 from exporter.sources.position import FilePosition
 from exporter.sources.wake import EventWaker, Waker, file_waker
+from exporter.sources.written import born_at
 
 log = logging.getLogger(__name__)
 
@@ -263,17 +264,21 @@ class LogSource:
 
     @staticmethod
     def _learn_zone(path: str, pipeline: LogConsumer) -> None:
-        """Hand the consumer the file's last bytes and modification time: when its last line was
-        written, which tells the zone of its stamps (intervals/clock.py)."""
+        """Hand the consumer the file's last bytes and modification time — when its last line was
+        written, which tells the zone of its stamps (intervals/clock.py) — with its first bytes and
+        birth time, which tell whether the file is the server's own or a copy (sources/written.py)."""
         try:
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
+                born = born_at(handle.fileno())
+                head = handle.read(ZONE_TAIL_BYTES)
                 handle.seek(max(0, stat.st_size - ZONE_TAIL_BYTES))
                 tail = handle.read(ZONE_TAIL_BYTES)
         except OSError:
             return  # not there yet: its first live lines tell the zone
         if tail:
-            pipeline.learn_written(tail if stat.st_size <= ZONE_TAIL_BYTES else tail.split(b"\n", 1)[-1], stat.st_mtime)
+            pipeline.learn_written(tail if stat.st_size <= ZONE_TAIL_BYTES else tail.split(b"\n", 1)[-1], stat.st_mtime, head=head, born=born,
+                                   opened=time.time())
 
     def _report(self) -> None:
         """Post each upstream's health once, summed over its files — when it may have changed.
