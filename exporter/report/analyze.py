@@ -170,7 +170,7 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> FileNotes:
             pipeline.finish(read_at)
         store.post_health(path, SourceHealth(up=True, too_long=pipeline.too_long))  # analyze is this file's source
     interpreter = pipeline.interpreter
-    writers = None
+    writers = interpreter.writers.note
     if interpreter.unstamped:
         why = f"{interpreter.unstamped} spec lines carry no time stamp (message-only lines): their times are when they were read"
         return FileNotes(why, True, zone_why, writers)
