@@ -213,7 +213,7 @@ def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions)
 
 def _read(work: tuple[list[str], DeriveSettings, AnalyzeOptions]) -> tuple[Snapshot, dict[str, FileNotes]]:
     paths, settings, options = work
-    store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)))
+    store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)), trace=True)
     notes = {path: feed_file(path, store, options) for path in paths}
     return store.snapshot(), notes
 

@@ -12,7 +12,7 @@ from typing import Any
 CSV_COLUMNS = (
     "upstream", "model_name", "engine", "format", "lines", "period_start", "period_began_by", "drafts", "draft_tokens", "accepted_tokens",
     "mean_acceptance_length", "draft_acceptance_ratio", "num_speculative_tokens", "recommended_speculative_tokens", "recommendation_from",
-    "health", "health_since", "lifetime_drafts", "lifetime_mean_acceptance_length", "lifetime_draft_acceptance_ratio",
+    "health", "health_since", "live_health", "lifetime_drafts", "lifetime_mean_acceptance_length", "lifetime_draft_acceptance_ratio",
     "acceptance_length_histogram", "position", "accepted", "position_acceptance", "conditional_acceptance",
 )
 SERIES_COLUMNS = CSV_COLUMNS.index("position")  # the columns before it are the series', repeated on each row
@@ -22,6 +22,7 @@ _PERIOD = {"period_start": "start", "period_began_by": "began_by", "drafts": "dr
            "recommendation_from": "recommendation_from", "acceptance_length_histogram": "acceptance_length_histogram"}
 _LIFETIME = {"lifetime_drafts": "drafts", "lifetime_mean_acceptance_length": "mean_acceptance_length",
              "lifetime_draft_acceptance_ratio": "draft_acceptance_ratio"}
+# the health is hindsight's (each period by its own numbers); live_health is what the live verdict said at the log's end
 
 
 def _num(value: Any, spec: str = ".3f") -> str:
@@ -70,11 +71,22 @@ def _memory_lines(s: dict[str, Any]) -> list[str]:
         f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'], undated)}"
         for old in s.get("previous_references", [])
     )
-    for span in s.get("unhealthy_spans", []):
+    lines.extend(_span_lines(s.get("unhealthy_spans", []), end, undated, "  "))
+    live = s.get("live")
+    if live and (live["health"] != s["health"] or live["unhealthy_spans"] != s.get("unhealthy_spans")):
+        since = f" since {_utc(live['health_since'], undated)}" if live.get("health_since") is not None else ""
+        lines.append(f"  the live verdict at the log's end (serve's, judging the window that ends at each line): {live['health']}{since}")
+        lines.extend(_span_lines(live["unhealthy_spans"], end, undated, "    live "))
+    return lines
+
+
+def _span_lines(spans: list[dict[str, Any]], end: float | None, undated: bool, indent: str) -> list[str]:
+    lines = []
+    for span in spans:
         stop = span["end"] if span["end"] is not None else end
         until = "the log's end" if span["ongoing"] else _utc(span["end"], undated)
         length = f" ({_hours(stop - span['start'])})" if stop is not None else ""
-        lines.append(f"  {span['worst']}: {_utc(span['start'], undated)} → {until}{length}")
+        lines.append(f"{indent}{span['worst']}: {_utc(span['start'], undated)} → {until}{length}")
     return lines
 
 
@@ -161,7 +173,7 @@ def _earlier_lines(s: dict[str, Any]) -> list[str]:
 
 def _zone_line(report: dict[str, Any], s: dict[str, Any]) -> list[str]:
     """The zone the log's stamps were read in, and where it comes from (times below are UTC)."""
-    zone = next((source.get("log_zone") for source in report["sources"] if source["upstream"] == s["upstream"]), None)
+    zone = next((source.get("log_zone") for source in report.get("sources", ()) if source["upstream"] == s["upstream"]), None)
     if not zone or not zone.get("why"):
         return []
     offset = zone["utc_offset_seconds"]
@@ -220,7 +232,9 @@ def render_csv(report: dict[str, Any]) -> str:
     writer.writerow(CSV_COLUMNS)
     for s in report["series"]:
         now = s.get("current_period") or {**s, "start": None, "began_by": None, "recommendation_from": None}
-        head = [now[_PERIOD[name]] if name in _PERIOD else s[_LIFETIME.get(name, name)] for name in CSV_COLUMNS[:SERIES_COLUMNS]]
+        live = s.get("live") or s
+        head = [now[_PERIOD[name]] if name in _PERIOD else live["health"] if name == "live_health" else s[_LIFETIME.get(name, name)]
+                for name in CSV_COLUMNS[:SERIES_COLUMNS]]
         histogram = head[CSV_COLUMNS.index("acceptance_length_histogram")]  # h_0..h_k in one cell: k + 1 values against k position rows
         head[CSV_COLUMNS.index("acceptance_length_histogram")] = None if histogram is None else ";".join(f"{h:.6f}" for h in histogram)
         positions = now["position_acceptance"] or [None]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from exporter.records import SampledValues, SeriesKey, SpecConfig
 from exporter.state.reference import ReferenceRule, SeriesMemory, SpecIdentity
+from exporter.state.trace import Stretch
 from exporter.state.window import Totals
 
 
@@ -29,6 +30,7 @@ class SeriesSnapshot:
     window_seconds: Mapping[str, float] = field(default_factory=dict)
     # the lifetime cut where the speculative config changed (a restart with another k): each run's own totals
     runs: tuple[tuple[SpecIdentity, Totals], ...] = ()
+    trace: tuple[Stretch, ...] | None = None  # its stretches (state/trace.py), where the store keeps them: analyze
 
 
 @dataclass(frozen=True, slots=True)
