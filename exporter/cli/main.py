@@ -22,7 +22,7 @@ from exporter.cli.settings import SERVE_DEFAULTS, ServeFlags, serve_settings
 from exporter.cli.simulation import demo, simulate
 from exporter.config import ENGINES, ConfigError, LogFormat, load_derive_settings
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
-from exporter.report.formats import render_csv, render_table
+from exporter.report.formats import nothing_to_report, render_csv, render_table
 from exporter.state.reference import ReferenceRule
 
 
@@ -52,7 +52,8 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
     """Report per-position acceptance, L, α, recommended k and verdict from whole log files.
 
     PATHS are vLLM logs (plain, or .gz; `-` for stdin). Without PATHS a real vLLM 0.24.0 log
-    shipped with the package is analysed.
+    shipped with the package is analysed. Exit status: 0 a report, 4 nothing to report (an empty
+    log, or no speculative-decoding line in it: the reason on stderr and in the report).
     """
     if not paths:
         click.echo("no PATH given: analysing the built-in sample (a real vLLM 0.24.0 log, draft_model, k=8)", err=True)
@@ -88,9 +89,14 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
         click.echo(render_csv(report), nl=False)
     else:
         click.echo(render_table(report), nl=False)
+    nothing = nothing_to_report(report)
+    if nothing is not None:  # an empty log, or none of its lines a spec line: said, and a status a script can test
+        click.echo(f"analyze: {nothing}", err=True)
+        sys.exit(NOTHING_TO_REPORT)
 
 
 analyze_cmd.name = "analyze"
+NOTHING_TO_REPORT = 4  # analyze's exit status when no series and no sampled values came out (the reason on stderr)
 
 
 @main.command()

@@ -26,6 +26,7 @@ from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
 from exporter.records import SourceHealth
+from exporter.report.formats import nothing_to_report
 from exporter.sources.written import born_at
 from exporter.state.reference import ReferenceRule
 from exporter.state.snapshot import Snapshot, merged
@@ -233,6 +234,7 @@ def _mark_files(report: dict[str, Any], notes: dict[str, FileNotes]) -> dict[str
         writers = notes.get(series["upstream"], FileNotes()).writers
         if writers is not None:
             series["notes"].append(writers)
+    report["nothing_to_report"] = nothing_to_report(report)  # why no series came out (an empty log, no spec line), else null
     return report
 
 

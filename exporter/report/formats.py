@@ -185,6 +185,26 @@ def _zone_line(report: dict[str, Any], s: dict[str, Any]) -> list[str]:
     return [f"  the log's stamps read in {named}: {zone['why']}"]
 
 
+NO_SPEC_LINES = (
+    "vLLM prints `SpecDecoding metrics:` with its stats every 10 s, and only while it drafts: speculative decoding configured "
+    "(--speculative-config), traffic flowing, stats logging on (not --disable-log-stats; vLLM turns it off with "
+    "--api-server-count > 1); SGLang prints `accept len` in its `Decode batch` lines"
+)
+
+
+def nothing_to_report(report: dict[str, Any]) -> str | None:
+    """Why a report holds no series and no sampled values, in words (None where it holds some)."""
+    if report["series"] or report["sampled"]:
+        return None
+    if not report["lines_read"]:
+        empty = [source["upstream"] for source in report.get("sources", ()) if not source["lines_read"]]
+        return f"nothing to report: {', '.join(empty) or 'the input'} {'is' if len(empty) <= 1 else 'are'} empty (no line was read)"
+    if not report["spec_lines"]:
+        return f"nothing to report: {report['lines_read']} lines read, none a speculative-decoding line. {NO_SPEC_LINES}"
+    # never "none found" above a count of spec lines: say what became of the ones read
+    return f"{report['spec_lines']} speculative-decoding lines read, none with counts to report (see the parse errors)"
+
+
 def render_table(report: dict[str, Any]) -> str:
     """A per-series, per-position table for a terminal: what is true now first, then the past."""
     out: list[str] = []
@@ -216,9 +236,7 @@ def render_table(report: dict[str, Any]) -> str:
         out.append("")
     out.extend(_sampled_lines(report))
     if not report["series"] and not report["sampled"]:
-        # never "none found" above a count of spec lines: say what became of the ones read
-        out.append("no speculative-decoding lines found" if not report["spec_lines"] else
-                   f"{report['spec_lines']} speculative-decoding lines read, none with counts to report (see the parse errors)")
+        out.append(nothing_to_report(report) or "nothing to report")
     errors = report["parse_errors"]
     listed = ", ".join(f"{reason} {count}" for reason, count in errors.items()) or "none"
     out.append(f"lines read {report['lines_read']}   spec lines {report['spec_lines']}   parse errors: {listed}")
