@@ -11,6 +11,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from exporter.config import DeriveSettings
 from exporter.intervals.pipeline import LogPipeline, pipelines_into
 from exporter.judge.memory import health_memory
@@ -77,3 +79,29 @@ def test_a_pattern_that_matches_nothing_is_a_source_down_with_why_until_a_file_a
     source.stop()
     assert {s.upstream: (s.up, s.last_error) for s in store.snapshot().sources} == {str(tmp_path / "logs" / "a.log"): (True, None),
                                                                                    missing: (True, None)}
+
+
+def test_the_demos_healthy_period_and_reference_take_nothing_after_the_drop(tmp_path):
+    """The demo (drop-off: EAGLE-3, k = 4, 80 drafts/s, stats every 5 s, acceptance halving at 120 s,
+    a 1m judged window): its 'healthy before the drop' period and its reference took in about 35 s of
+    post-drop data (`L fell from 2.98`, the healthy L was 3.37). Read as serve reads it."""
+    scenario = replace(SCENARIOS["drop-off"], drop_after=None)
+    drop, path = 120.0, tmp_path / "vllm.log"
+    LongLog([Phase(0, scenario), Phase(drop, scenario, factor=0.5)], hours=300 / 3600, start_time=START, log_interval=5.0,
+            drafts_per_second=80.0).write(str(path))
+    lines = path.read_text().splitlines()
+    before = [line for line in lines if "SpecDecoding" in line][: int(drop / 5.0) - 1]  # the intervals that end before the drop
+    drafts = sum(int(line.split("Drafted: ")[1].split()[0]) // 4 for line in before)  # EAGLE-3 drafts k tokens: D = T/k
+    accepted = sum(int(line.split("Accepted: ")[1].split()[0]) for line in before)
+    healthy = 1 + accepted / drafts
+    settings = DeriveSettings(health_window="1m")
+    end = START + 300
+    store = Store(WINDOWS, clock=lambda: end, health=health_memory(settings, ReferenceRule(), 60.0))
+    LogPipeline(store, str(path), clock="log", year_reference=end).consume(lines, read_at=end)
+    entry = {e["window"]: e for e in snapshot_report(store.snapshot(), settings, WINDOWS)["series"]}["1m"]
+    assert entry["health"] == "degraded" and f"L fell from {healthy:.2f}" in entry["reason"]
+    reference = entry["reference"]
+    assert reference["end"] <= START + drop and reference["mean_acceptance_length"] == pytest.approx(healthy, abs=1e-6)
+    (period,) = entry["earlier_periods"]  # healthy, up to the drop; the drop's intervals are the degraded period's
+    assert period["health"] == "healthy" and period["end"] <= START + drop and period["mean_acceptance_length"] == pytest.approx(healthy, abs=1e-6)
+    assert entry["current_period"]["start"] <= START + drop and entry["current_period"]["began_by"] == "health"
