@@ -143,18 +143,24 @@ def _needed(groups: list[_Group], i: int, shortest: float, recovery: float, last
     return max(shortest, recovery) if groups[i].health == "healthy" and after_unhealthy else shortest
 
 
-def _reference(memory: SeriesMemory | None, identity: SpecIdentity, at: float | None, snapshot: SeriesSnapshot) -> tuple[int, Profile | None]:
+def _reference(memory: SeriesMemory | None, identity: SpecIdentity, at: float | None, snapshot: SeriesSnapshot,
+               known: dict[int, Profile | None]) -> tuple[int, Profile | None]:
     """The reference in force for traffic of this config at `at` — a retired one (another config's, or
-    one a new normal replaced after `at`), else the current one —, and which it is (-1: the current)."""
+    one a new normal replaced after `at`), else the current one —, and which it is (-1: the current);
+    `known`: the judged profiles found so far, by which."""
     rule = snapshot.reference_rule
     if memory is None or rule is None:
         return -2, None
+    which = -2
     for index, retired in sorted(enumerate(memory.retired), key=lambda pair: pair[1].at):
         if not retired.identity.conflicts(identity) and (memory.identity.conflicts(identity) or (at is not None and at < retired.at)):
-            return index, retired.profile.judged(rule)
-    if not memory.identity.conflicts(identity):
-        return -1, memory.ready(rule)
-    return -2, None
+            which = index
+            break
+    else:
+        which = -1 if not memory.identity.conflicts(identity) else -2
+    if which not in known:
+        known[which] = None if which == -2 else memory.ready(rule) if which == -1 else memory.retired[which].profile.judged(rule)
+    return which, known[which]
 
 
 def hindsight(series: SeriesSnapshot, settings: DeriveSettings) -> Hindsight | None:
@@ -179,8 +185,9 @@ def hindsight(series: SeriesSnapshot, settings: DeriveSettings) -> Hindsight | N
 def _by_reference(run: list[Stretch], series: SeriesSnapshot) -> list[tuple[Profile | None, list[Stretch]]]:
     """A run's stretches in parts judged against one reference each (a new normal taken mid-run starts a part)."""
     parts: list[tuple[int, Profile | None, list[Stretch]]] = []
+    known: dict[int, Profile | None] = {}
     for stretch in run:
-        which, reference = _reference(series.memory, stretch.identity, stretch.totals.start, series)
+        which, reference = _reference(series.memory, stretch.identity, stretch.totals.start, series, known)
         if parts and parts[-1][0] == which:
             parts[-1][2].append(stretch)
         else:

@@ -4,8 +4,10 @@ Files are read in 4 MiB binary chunks (gzip by extension), so memory stays const
 size; a progress bar shows on a TTY. Each PATH is its own upstream, so several files are read
 at once by as many processes as there are cores. Log timestamps carry no year and no zone: the
 year comes from each file's modification time, the zone from that time against the file's last
-line (intervals/clock.py), unless `--log-timezone` says it; a .gz or stdin is read in the zone
-analyze runs in.
+line (intervals/clock.py) where the file is the server's own — never a copy's (its birth time
+tells, sources/written.py) —, unless `--log-timezone` says it; a copy, a .gz or stdin is read in
+the zone analyze runs in, and the report says which zone and why. The report is written with
+hindsight (judge/hindsight.py: the store keeps each series' stretches), the live verdict beside it.
 """
 
 from __future__ import annotations
