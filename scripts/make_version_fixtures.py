@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from version_fixtures import legacy, modern, wild
+from version_fixtures import legacy, modern, posted, wild
 
 SCENARIOS = [modern.s026_dp2, modern.s033_json, modern.s033_text, modern.s034, modern.s034_diffusion, modern.s024,
              modern.s028, modern.s030, legacy.s043, legacy.s063, legacy.s084, legacy.s_v1a]
@@ -27,7 +27,7 @@ SCENARIOS = [modern.s026_dp2, modern.s033_json, modern.s033_text, modern.s034, m
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/golden")
-    for fn in [*SCENARIOS, *wild.SCENARIOS]:
+    for fn in [*SCENARIOS, *wild.SCENARIOS, *posted.SCENARIOS]:
         fn(root)
 
 

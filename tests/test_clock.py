@@ -83,14 +83,25 @@ def test_a_backlog_keeps_its_own_time_and_the_live_edge_takes_arrival():
     assert clock.place_many(own, NOW).tolist() == [NOW - 3 * 3600, NOW, NOW]
 
 
-def test_serve_without_a_zone_takes_arrival_and_learns_the_zone_from_a_live_line():
+def test_serve_without_a_zone_takes_arrival_and_learns_the_zone_from_live_lines():
     interpreter = LogInterpreter("log")  # serve's clock, no file told the zone (stdin)
     first = interpreter.feed(RawLine("log", spec(stamp_of(NOW - 1, TOKYO)), NOW)).interval
-    assert first is not None and first.end == NOW and interpreter.clock.zone is not None
+    assert first is not None and first.end == NOW and interpreter.clock.zone is None  # one read says UTC+9: not yet enough
+    second = interpreter.feed(RawLine("log", spec(stamp_of(NOW + 9, TOKYO)), NOW + 10)).interval  # the next, 10 s later, says it again
+    assert second is not None and interpreter.clock.zone is not None
     assert interpreter.clock.zone.offset_at(NOW) == 9 * 3600 and interpreter.clock.zone.how == "arrival"
-    assert first.logged_at == NOW - 1
-    late = interpreter.feed(RawLine("log", spec(stamp_of(NOW - 600, TOKYO)), NOW + 5)).interval  # a line 10 min late
+    assert second.logged_at == NOW + 9
+    late = interpreter.feed(RawLine("log", spec(stamp_of(NOW - 600, TOKYO)), NOW + 15)).interval  # a line 10 min late
     assert late is not None and late.end == NOW - 600
+
+
+def test_a_backlog_read_in_quick_blocks_teaches_no_zone_from_arrival():
+    """A copy read from its start: each block's first line is hours old, and one of them lands near a
+    whole-hour offset from its arrival (here 5 h: UTC−5); blocks milliseconds apart never confirm it."""
+    interpreter = LogInterpreter("log")
+    for n, at in enumerate(range(0, 3600, 600)):  # a backlog of an hour that ended 5 h ago, read in six blocks
+        interpreter.feed(RawLine("log", spec(stamp_of(NOW - 5 * 3600 - 3600 + at + 600, UTC)), NOW + 0.001 * n))
+    assert interpreter.clock.zone is None
 
 
 def test_a_file_tells_its_zone_from_its_mtime_and_a_backlog_lands_on_its_hours():
@@ -98,8 +109,9 @@ def test_a_file_tells_its_zone_from_its_mtime_and_a_backlog_lands_on_its_hours()
     pipeline = LogPipeline(store, "vllm.log")
     times = [NOW - 3600 + 10 * i for i in range(361)]  # the last hour, written at UTC+9
     lines = [spec(stamp_of(at, TOKYO)) for at in times]
-    pipeline.learn_written(("\n".join(lines[-3:]) + "\n").encode(), times[-1] + 0.2)
-    assert pipeline.clock.zone is not None and pipeline.clock.zone.offset_at(NOW) == 9 * 3600
+    # the server's own file: born before its first line, last written with its last line
+    why = pipeline.learn_written(("\n".join(lines[-3:]) + "\n").encode(), times[-1] + 0.2, head=(lines[0] + "\n").encode(), born=times[0] - 30)
+    assert why is None and pipeline.clock.zone is not None and pipeline.clock.zone.offset_at(NOW) == 9 * 3600
     pipeline.consume(lines, read_at=NOW + 1)
     (series,) = store.snapshot().series
     assert series.lifetime.start == times[0] and series.windows["5m"].intervals == 30  # the log's last 5 min, not its hour "now"
@@ -149,3 +161,16 @@ def test_the_column_form_places_every_stamp_as_the_line_form_does(offsets, tz):
     stamps = [datetime.fromtimestamp(reference - offset, tz or None).strftime("%m-%d %H:%M:%S") for offset in sorted(offsets)]
     expected = [resolve_local(stamp, reference, tz) for stamp in stamps]
     assert resolve_local_many(stamps, reference, tz).tolist() == [np.nan if e is None else e for e in expected]
+
+
+def test_serve_takes_its_own_zone_for_a_file_whose_last_line_was_just_written_here():
+    """No birth time tells (a copy, or a file system that keeps none): a last line written moments
+    before serve opened the file, read in serve's own zone, is a file being written now, here."""
+    local = LogZone(None, "assumed").offset_at(NOW)
+    stamp = datetime.fromtimestamp(NOW - 4, timezone(timedelta(seconds=local))).strftime("%m-%d %H:%M:%S")
+    line = ("\n" + spec(stamp) + "\n").encode()
+    fresh = LogPipeline(Store({"5m": 300.0}), "vllm.log")
+    assert fresh.learn_written(line, NOW, head=line, born=NOW, opened=NOW) is None
+    assert fresh.clock.zone is not None and fresh.clock.zone.how == "arrival" and fresh.clock.zone.offset_at(NOW) == local
+    old = LogPipeline(Store({"5m": 300.0}), "vllm.log")  # the same copy opened five hours later: nothing tells
+    assert old.learn_written(line, NOW, head=line, born=NOW, opened=NOW + 5 * 3600) is not None and old.clock.zone is None

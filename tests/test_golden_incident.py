@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.config import DeriveSettings, parse_duration
+from exporter.intervals.clock import LogZone
 from exporter.intervals.from_log import LogInterpreter
 from exporter.records import RawLine
 from exporter.report.analyze import AnalyzeOptions, analyze
@@ -170,25 +172,34 @@ def test_check_config_names_the_stale_field_and_passes_the_fixed_one():
 
 
 def _dated_log(tmp_path: Path) -> Path:
-    """server.log with the modification time of its run: the log's lines carry no year."""
+    """server.log with the modification time of its run: the log's lines carry no year. A copy tells
+    no zone (tests/test_zone_evidence.py): the run's zone, UTC, is given (LOG_ZONE, --log-timezone)."""
     log = tmp_path / "server.log"
     shutil.copyfile(RUN / "server.log", log)
     os.utime(log, (T0 + 1200, T0 + 1200))
     return log
 
 
+LOG_ZONE = LogZone(UTC, "flag")  # the run's hosts ran in UTC (README.md)
+
+
 def test_analyze_tells_the_incident_on_the_logs_own_clock(tmp_path):
     log = _dated_log(tmp_path)
     rule = ReferenceRule.of(7 * 86400.0, 86400.0, 1000, RECOVERY)
-    report = analyze([str(log)], DeriveSettings(health_window="5m"), AnalyzeOptions(progress=False, reference=rule))
+    report = analyze([str(log)], DeriveSettings(health_window="5m"), AnalyzeOptions(progress=False, reference=rule, zone=LOG_ZONE))
     assert report["parse_errors"] == {}
     (series,) = report["series"]
     (span,) = series["unhealthy_spans"]  # one incident, closed
     assert span["worst"] == "broken" and not span["ongoing"]
-    # the log's clock has whole seconds: a second either way
-    assert EVENTS[("load_start", "stale")] - 1 <= span["start"] - T0 <= EVENTS[("load_end", "stale")]
-    assert EVENTS[("load_start", "fixed")] + RECOVERY - 1 <= span["end"] - T0 <= EVENTS[("load_end", "fixed")]
+    # in hindsight the span is the stale life, from its first stats interval (10 s, vLLM's default,
+    # may begin before the load did) to the fixed life's first, where the numbers recovered
+    stats = 10.0
+    assert EVENTS[("load_start", "stale")] - stats <= span["start"] - T0 <= EVENTS[("load_end", "stale")]
+    assert EVENTS[("load_start", "fixed")] - stats <= span["end"] - T0 <= EVENTS[("load_start", "fixed")] + stats
     assert series["health"] == "ok" and series["health_since"] == span["end"]
+    # the live verdict (what serve said) ended it once the recovery had held
+    (live,) = series["live"]["unhealthy_spans"]
+    assert EVENTS[("load_start", "fixed")] + RECOVERY - 1 <= live["end"] - T0 <= EVENTS[("load_end", "fixed")]
     # one config all along (same drafter path, method and k): the reference is the one learned in
     # the healthy life, never retired or replaced by a restart
     reference = series["reference"]
@@ -365,27 +376,29 @@ def test_promtool_with_the_runs_scaled_alerts_fires_the_collapse_as_the_live_pro
 
 @pytest.mark.slow
 def test_serve_from_start_reads_the_three_lives_as_analyze_does(tmp_path):
-    """`serve --from-start` on the whole log: every line, analyze's totals and reference. It judges on
-    arrival time: the history arrives at once, so it cannot tell *when* the drafter broke or that it
-    was fixed (analyze, on the log's clock, can)."""
+    """`serve --from-start` on the whole log: every line, analyze's totals and reference, and — the
+    backlog on the log's own clock — analyze's verdict: the broken life is over."""
     from helpers import running_exporter
     from waiting import wait_until
 
     log = _dated_log(tmp_path)
     report = analyze([str(log)], DeriveSettings(health_window="5m"),
-                     AnalyzeOptions(progress=False, reference=ReferenceRule.of(7 * 86400.0, 86400.0, 1000, RECOVERY)))
+                     AnalyzeOptions(progress=False, reference=ReferenceRule.of(7 * 86400.0, 86400.0, 1000, RECOVERY), zone=LOG_ZONE))
     (offline,) = report["series"]
     spec_lines = report["spec_lines"]
-    with running_exporter("--log", str(log), "--from-start", "--reference-recovery", "1m", "--state-dir", str(tmp_path / "state")) as exporter:
+    with running_exporter("--log", str(log), "--from-start", "--reference-recovery", "1m", "--log-timezone", "UTC",
+                          "--state-dir", str(tmp_path / "state")) as exporter:
         status = wait_until(lambda: (s := exporter.get_json("/api/v1/status"))["spec_lines"] == spec_lines and s, "every spec line read")
+        samples = exporter.scrape()
     (live,) = [s for s in status["series"] if s["window"] == status["health_window"]]
     assert status["parse_errors"] == {}
     lifetime = {k: offline[k] for k in ("drafts", "draft_tokens", "accepted_tokens")}
-    served = [s for s in status["series"] if s["window"] == "1h"]  # the longest window holds the whole log here
-    assert {k: served[0][k] for k in lifetime} == lifetime
-    # on arrival time the whole log is in the judged window now: the three lives' L 2.32 against the
-    # healthy reference is degraded — what it cannot see is that the broken life is over (analyze can)
-    assert offline["health"] == "ok" and live["health"] == "degraded"
+    served = {k: sum(v for (name, labels), v in samples.items() if name == f"specdecode_{k}_total" and ("source", "log") in labels) for k in lifetime}
+    assert served == lifetime  # every line counted (the windows are the last hour of the wall's clock: the log is older)
+    # on the log's own clock, as analyze reads it: one broken span, over when the fixed life had held
+    assert offline["health"] == "ok"
+    assert [(span["worst"], span["ongoing"]) for span in live["unhealthy_spans"]] == [("broken", False)]
+    assert [span["start"] for span in live["unhealthy_spans"]] == [span["start"] for span in offline["live"]["unhealthy_spans"]]
     # neither path pooled the broken life into the reference (the collapse never teaches it)
     assert live["reference"]["mean_acceptance_length"] == pytest.approx(offline["reference"]["mean_acceptance_length"], abs=0.01)
     assert live["reference"]["mean_acceptance_length"] == pytest.approx(4.10, abs=0.01)

@@ -53,6 +53,8 @@ TWINS = (
          "test_load::test_a_profile_of_columns_is_the_profile_of_its_intervals"),
     Twin("exporter.judge.verdict:judge", "exporter.judge.verdict_columns:judge_states",  # the thresholds: verdict.py's rules on arrays
          "test_remember::test_the_vectorised_verdict_is_the_verdict"),
+    Twin("exporter.state.trace:Trace.add", "exporter.state.trace:Trace.add_columns",  # analyze's stretches (hindsight)
+         "test_trace::test_blocks_leave_the_stretches_one_interval_at_a_time_leaves"),
 )
 
 # block forms that are no twin of a line form: the block scanner (its line form is the line parsers,

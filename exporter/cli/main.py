@@ -24,7 +24,7 @@ from exporter.cli.simulation import demo, simulate
 from exporter.cli.supervise import supervise
 from exporter.config import ENGINES, LOG_FORMATS, ConfigError, LogFormat, load_derive_settings
 from exporter.report.analyze import AnalyzeOptions, analyze, sample_log_path
-from exporter.report.formats import render_csv, render_table
+from exporter.report.formats import nothing_to_report, render_csv, render_table
 from exporter.state.reference import ReferenceRule
 
 
@@ -66,7 +66,8 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
     --calibration, the speed-up over plain decoding by load, the break-even load and a k per batch size.
 
     PATHS are vLLM logs (plain, or .gz; `-` for stdin). Without PATHS a real vLLM 0.24.0 log
-    shipped with the package is analysed.
+    shipped with the package is analysed. Exit status: 0 a report, 4 nothing to report (an empty
+    log, or no speculative-decoding line in it: the reason on stderr and in the report).
     """
     if not paths:
         click.echo("no PATH given: analysing the built-in sample (a real vLLM 0.24.0 log, draft_model, k=8)", err=True)
@@ -97,9 +98,14 @@ def analyze_cmd(paths: tuple[str, ...], output_format: str, progress: bool | Non
         click.echo(render_csv(report), nl=False)
     else:
         click.echo(render_table(report), nl=False)
+    nothing = nothing_to_report(report)
+    if nothing is not None:  # an empty log, or none of its lines a spec line: said, and a status a script can test
+        click.echo(f"analyze: {nothing}", err=True)
+        sys.exit(NOTHING_TO_REPORT)
 
 
 analyze_cmd.name = "analyze"
+NOTHING_TO_REPORT = 4  # analyze's exit status when no series and no sampled values came out (the reason on stderr)
 
 
 @main.command()
@@ -159,32 +165,40 @@ def serve(**flags: Any) -> None:
 
 @main.command("check-config")
 @click.argument("drafter", type=click.Path(exists=False))
-@option("--target", "target_path", type=click.Path(exists=False), help="The target model's directory or config.json.")
+@click.argument("target", required=False, type=click.Path(exists=False))
+@option("--target", "target_path", type=click.Path(exists=False), help="The target model's directory or config.json (or TARGET).")
 @option("--k", "num_speculative_tokens", type=click.IntRange(min=1), help="num_speculative_tokens you serve with.")
 @option("--method", help="The speculative method you serve with (vLLM's name: eagle3, dspark, qwen3_next_mtp, …).")
 @option("--vllm-version", help="The vLLM version you serve with: --method is checked against its methods.")
+@option("--max-model-len", type=click.IntRange(min=1), help="The --max-model-len you serve with: the drafter's context length is checked against it.")
 @option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Report format.")
 def check_config(
-    drafter: str, target_path: str | None, num_speculative_tokens: int | None, method: str | None, vllm_version: str | None, output_format: str
+    drafter: str, target: str | None, target_path: str | None, num_speculative_tokens: int | None, method: str | None, vllm_version: str | None,
+    max_model_len: int | None, output_format: str,
 ) -> None:
-    """Lint a drafter's config.json against its target's (DFlash, EAGLE/EAGLE-3, MTP, draft models).
+    """Lint a drafter's config.json against its own weights and its target (DFlash, EAGLE/EAGLE-3, MTP, draft models).
 
-    DRAFTER and --target are model directories or config.json files. Exit status: 0 clean,
-    1 warnings, 2 errors, 3 the files could not be read.
+    DRAFTER and TARGET (or --target) are model directories or config.json files:
+    `check-config DRAFTER TARGET`, as the verdict's advice says. Exit status: 0 clean, 1 warnings,
+    2 errors, 3 the files could not be read (or two different targets were given).
     """
     from exporter.judge.checkconfig import check, exit_status, findings_json, load_model
 
+    if target is not None and target_path is not None and target != target_path:
+        click.echo(f"check-config: two targets given ({target} and --target {target_path}): give one", err=True)
+        sys.exit(3)
+    target_path = target_path or target
     try:
         draft = load_model(drafter)
-        target = load_model(target_path) if target_path else None
+        model = load_model(target_path) if target_path else None
     except ValueError as error:
         click.echo(f"check-config: {error}", err=True)
         sys.exit(3)
-    findings = check(draft, target, num_speculative_tokens, method, vllm_version)
+    findings = check(draft, model, num_speculative_tokens, method, vllm_version, max_model_len)
     if output_format == "json":
-        click.echo(json.dumps(findings_json(findings, draft, target), indent=2))
+        click.echo(json.dumps(findings_json(findings, draft, model), indent=2))
     else:
-        kind = findings_json(findings, draft, target)["kind"]
+        kind = findings_json(findings, draft, model)["kind"]
         click.echo(f"{drafter}: a {kind} drafter" + (f", checked against {target_path}" if target_path else ""))
         for finding in findings:
             click.echo(f"  {finding.severity.upper():7} {finding.field}: found {finding.found}, expected {finding.expected}")

@@ -135,6 +135,11 @@ def _segment(state: LogState, result: BlockResult, read_at: float, lines: BlockL
             return
     if state.clock.mode == "log" and len(logged):
         state.saw_undated(float(np.nanmax(logged)))
+    rows_kept = where[kept]
+    with np.errstate(divide="ignore", invalid="ignore"):  # from_vllm._printed_seconds, on arrays
+        throughput = throughput_value[kept]
+        printed = np.where((throughput > 0) & np.isfinite(throughput) & (accepted[kept] > 0), accepted[kept] / throughput, np.nan)
+    state.writers.spec_lines_at(lines.pid[rows_kept], engines[kept].tolist(), logged, printed)
     for name in dict.fromkeys(engines[kept].tolist()):
         mine = np.flatnonzero(engines[kept] == name)
         key = state.series(name)

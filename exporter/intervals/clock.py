@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import numpy as np
 
+CONFIRM_SECONDS = 1.0  # reads this far apart that place a line in the same zone: live lines, not a backlog's
 CATCH_UP_SECONDS = 60.0  # a line read this long after its own time is backlog (live lines lag a poll and a defer: ~2 s)
 ZONE_STEP_SECONDS = 900.0  # zones are whole quarter hours (UTC+5:45, +8:45 are the finest)
 # a line written when the file was last modified (or read as it arrived) is seconds from a whole
@@ -97,6 +98,35 @@ def zone_from(naive: float, written_at: float, how: ZoneHow) -> LogZone | None:
     if local.offset_at(written_at) == offset:
         return local
     return LogZone(timezone(timedelta(seconds=offset)) if offset else UTC, how)
+
+
+COPY_SLACK_SECONDS = 2.0  # whole-second stamps, and a file made a moment before its first line
+
+
+def copied_because(first_naive: float | None, last_naive: float, modified: float, born: float | None) -> str | None:
+    """Why a file's modification time may not be when its server wrote its last line — the file is a
+    copy, or nothing tells — or None where the file itself is the evidence: born (sources/written.py)
+    at least as long before its last change as its stamped lines span (`*_naive`: the first and last
+    stamp read as UTC, so their difference is the span). A copy is made in one go (cp, scp, a
+    download, a checkout: born as it was modified) or keeps the original's time (cp -p, tar: born
+    after it); learning the zone from it would shift every line by the copy's age (issue #32)."""
+    if born is None:
+        return "the file system keeps no birth time, so the file may be a copy and its modification time the copy's"
+    if born > modified + COPY_SLACK_SECONDS:
+        return "the file was made after its modification time: a copy that kept the original's time (cp -p, tar, rsync -a)"
+    span = 0.0 if first_naive is None else last_naive - first_naive
+    if span < COPY_SLACK_SECONDS:
+        return "its stamped lines span too little time to tell the server's file from a copy"
+    if modified - born < span - COPY_SLACK_SECONDS:
+        return (f"the file was made {_duration(modified - born)} before its last change while its lines span {_duration(span)}: "
+                "a copy (cp, scp, a download, a checkout), whose modification time is the copy's")
+    return None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def resolve_local(month_day_time: str, reference: float, tz: tzinfo | None = None) -> float | None:
@@ -188,12 +218,27 @@ class LogClock:
     zone: LogZone | None = None  # None: not known yet (serve: arrival; analyze: the sidecar's zone)
     year_reference: float | None = None  # analyze: the file's modification time (else each line's arrival)
     _tried_at: float | None = None  # the arrival last learned from: one try per read, not per line
+    _said_at: tuple[float, float] | None = None  # (offset, arrival) a read's line said first, until a later read confirms it
 
     def learn_live(self, month_day_time: str, read_at: float) -> None:
-        """serve with no zone yet: a line against its arrival (the first of each read)."""
-        if self.zone is None and self.mode == "live" and read_at != self._tried_at:
-            self._tried_at = read_at
-            self.learn(month_day_time, read_at, "arrival")
+        """serve with no zone yet: a line against its arrival (the first of each read). A line of a
+        backlog (a copy read from its start, a catch-up) arrives hours after it was written and would
+        teach its age as a zone: a zone is taken only when two reads at least CONFIRM_SECONDS apart
+        say the same — live lines do, a backlog's blocks (read milliseconds apart) never do."""
+        if self.zone is not None or self.mode != "live" or read_at == self._tried_at:
+            return
+        self._tried_at = read_at
+        naive = resolve_local(month_day_time, read_at, UTC)
+        candidate = zone_from(naive, read_at, "arrival") if naive is not None else None
+        if candidate is None:
+            return
+        offset = candidate.offset_at(read_at)
+        said = self._said_at
+        if said is not None and said[0] == offset and read_at - said[1] >= CONFIRM_SECONDS:
+            self.zone = candidate
+            return
+        if said is None or said[0] != offset:
+            self._said_at = (offset, read_at)
 
     @property
     def tz(self) -> tzinfo | None:
@@ -205,17 +250,44 @@ class LogClock:
         return self.zone is not None or self.mode == "log"
 
     def learn(self, month_day_time: str, written_at: float, how: ZoneHow) -> None:
-        """Learn the zone from a stamp written at `written_at` (a forced or learned zone stays)."""
-        if self.zone is not None:
+        """Learn the zone from a stamp written at `written_at` (a forced or learned zone stays; an assumed one yields)."""
+        if self.zone is not None and self.zone.how != "assumed":
             return
         naive = resolve_local(month_day_time, written_at, UTC)  # at most 14 h after: within the year rule's day
-        if naive is not None:
-            self.zone = zone_from(naive, written_at, how)
+        learned = zone_from(naive, written_at, how) if naive is not None else None
+        if learned is not None:
+            self.zone = learned
 
-    def learn_file(self, month_day_time: str, modified: float) -> None:
-        """The file's last stamp against its modification time: its zone, and the year of its stamps."""
+    def learn_file(self, first: str | None, last: str, modified: float, born: float | None, opened: float | None = None) -> str | None:
+        """The file's last stamp against its modification time: the year of its stamps, and its zone
+        where the file is the server's own (`copied_because`); why the zone was not learned, if not.
+        Where the file does not tell, serve (`opened`: when it opened the file) still takes its own
+        zone when the last line, read in it, was written moments before: a file being written now,
+        here. Else a copy's backlog is read as where no file told the zone: serve on arrival,
+        analyze in its own zone."""
         self.year_reference = modified
-        self.learn(month_day_time, modified, "file")
+        if self.zone is not None:
+            return None
+        why = self._file_zone(first, last, modified, born)
+        if why is not None and opened is not None and self.mode == "live":
+            naive = resolve_local(last, opened, UTC)
+            now = zone_from(naive, opened, "arrival") if naive is not None else None
+            if now is not None and now.tz is None:  # the sidecar's own zone (zone_from keeps it as None)
+                self.zone = now
+                return None
+        return why
+
+    def _file_zone(self, first: str | None, last: str, modified: float, born: float | None) -> str | None:
+        naive = resolve_local(last, modified, UTC)
+        if naive is None:
+            return "its last stamp is no date"
+        why = copied_because(None if first is None else resolve_local(first, modified, UTC), naive, modified, born)
+        if why is not None:
+            return why
+        self.learn(last, modified, "file")
+        if self.zone is None or self.zone.how != "file":
+            return "its last stamped line was written minutes before the file's last change (an idle server's), which tells no zone"
+        return None
 
     def local(self, month_day_time: str, read_at: float) -> float | None:
         """A local stamp's unix time (None: cannot be resolved, or serve does not know the zone)."""

@@ -65,7 +65,10 @@ class LogInterpreter(LogState):
             return self._collapsed(line, records)
         envelope = parse_envelope(text)
         if envelope is None:
-            sglang = parse_sglang_decode(text) if "Decode batch" in text else None
+            try:
+                sglang = parse_sglang_decode(text) if "Decode batch" in text else None
+            except SpecLineError as error:
+                return refused(self.upstream, line, error.reason)
             if sglang is not None:
                 return read_sglang_decode(self, line, sglang)
             envelope = parse_bare(text)

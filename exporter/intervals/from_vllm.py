@@ -92,6 +92,8 @@ class VllmSpecReader:
         end = state.clock.place(own, line.read_at)
         if end is None:
             return refused(state.upstream, line, UNRESOLVED)
+        if not parsed.cumulative:
+            state.writers.spec_line_at(pid, key.engine, own, _printed_seconds(accepted, parsed.accepted_throughput))
         previous = state.advance(key, end)
         start = None if new_run else previous  # a V0 run's first line counts from the server's start
         interval = Interval(
@@ -115,11 +117,16 @@ class VllmSpecReader:
         return LineOutcome(interval=interval, config=config, spec_line=True, variant=parsed.variant, problem=state.unresolved(line, own))
 
 
+def _printed_seconds(accepted: int, throughput: float | None) -> float | None:
+    """vLLM's own interval length, A / accepted throughput, where the line prints it (and A > 0)."""
+    return accepted / throughput if throughput is not None and 0 < throughput < math.inf and accepted > 0 else None
+
+
 def _seconds(parsed: ParsedSpecLine, accepted: int, end: float, start: float | None) -> float | None:
     """The interval's length: vLLM's own (A / accepted throughput) when printed, else line spacing."""
-    throughput = parsed.accepted_throughput
-    if throughput is not None and 0 < throughput < math.inf and accepted > 0 and not parsed.cumulative:
-        return accepted / throughput
+    printed = None if parsed.cumulative else _printed_seconds(accepted, parsed.accepted_throughput)
+    if printed is not None:
+        return printed
     if start is not None and end > start:
         return end - start
     return None

@@ -90,10 +90,16 @@ class LogState:
 
     def spec_lines_from(self, pids: Iterable[int | None]) -> None:
         """The pids of the spec lines just read, in order, line by line or a block's at once."""
+        watch = self.writers
+        for pid in pids:
+            watch.spec_line_from(pid)
+
+    @property
+    def writers(self) -> WriterWatch:
+        """Who writes this log (intervals/writers.py): fed each V1 spec line's pid, engine and own time."""
         if self._writers is None:
             self._writers = WriterWatch(self.upstream)
-        for pid in pids:
-            self._writers.spec_line_from(pid)
+        return self._writers
 
     def advance(self, key: SeriesKey, end: float) -> float | None:
         """The end of the series' previous interval (its next one's start); `end` is now the last."""

@@ -148,18 +148,21 @@ class LogPipeline:
         self.decoder.reset()
         self.interpreter.joined_mid_run()
 
-    def learn_written(self, tail: bytes, modified: float) -> None:
+    def learn_written(self, tail: bytes, modified: float, *, head: bytes = b"", born: float | None = None, opened: float | None = None) -> str | None:
         """Learn the log's zone from its last stamped line (in `tail`, the file's last bytes) and the
-        file's modification time: when that line was written (intervals/clock.py)."""
-        for raw in reversed(tail.decode("utf-8", errors="replace").splitlines()):
-            envelope = parse_envelope(raw) if raw else None
-            if envelope is not None and envelope.month_day_time:
-                self.clock.learn_file(envelope.month_day_time, modified)
-                break
-        else:
+        file's modification time — when that line was written, where the file is the server's own:
+        born (`born`, None: not known) before its first stamped line (in `head`, its first bytes)
+        by at least the span of its lines (intervals/clock.py `copied_because`). The year of its
+        stamps is the modification time's either way; `opened`: when serve opened the file
+        (LogClock.learn_file). Returns why no zone was learned, if none was."""
+        last = _first_stamp(reversed(tail.decode("utf-8", errors="replace").splitlines()))
+        if last is None:
             self.clock.year_reference = modified
-        zone = self._zone(modified)
-        self.sink.count_read(self.upstream, ReadCounts(zone=zone))
+            why: str | None = "no stamped line near the file's end"
+        else:
+            why = self.clock.learn_file(_first_stamp(head.decode("utf-8", errors="replace").splitlines()), last, modified, born, opened)
+        self.sink.count_read(self.upstream, ReadCounts(zone=self._zone(modified)))
+        return None if self.clock.zone is not None and self.clock.zone.how != "assumed" else why
 
     def _zone(self, at: float | None) -> tuple[str, float | None, str] | None:
         """The zone the clock reads local stamps in, with its offset at `at`, for the source's status."""
@@ -168,6 +171,15 @@ class LogPipeline:
     def file_replaced(self) -> None:
         """A new file took the path's place: its framing is detected afresh."""
         self.decoder.reset()
+
+
+def _first_stamp(lines: Iterable[str]) -> str | None:
+    """The `MM-DD HH:MM:SS` of the first line with an envelope among `lines`."""
+    for raw in lines:
+        envelope = parse_envelope(raw) if raw else None
+        if envelope is not None and envelope.month_day_time:
+            return envelope.month_day_time
+    return None
 
 
 def pipelines_into(

@@ -8,6 +8,7 @@ the series' longest window.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -98,7 +99,7 @@ def assess(series: SeriesSnapshot, settings: DeriveSettings, span: str = "lifeti
             *_notes(last, k, series.config.method),
         )
     because = unknown_drafts_reason(series.config.method, series.config.server_version, k, series.config.variable_drafts)
-    verdict = _held(judge(judged, baseline, settings.thresholds, window, because), series)
+    verdict = _held(judge(judged, baseline, settings.thresholds, window, because), series, window)
     period = series.memory.current_period() if series.memory is not None else None
     period_totals = period.totals(k) if period is not None and period.intervals else None
     period_derived = derive(period_totals, settings.cost_for(series.config.method, series.key.model_name)) if period_totals else None
@@ -137,11 +138,20 @@ def slower_than_plain(verdict: Verdict, payoff: Payoff, settings: DeriveSettings
     )
 
 
-def _held(verdict: Verdict, series: SeriesSnapshot) -> Verdict:
-    """A degraded or broken series is healthy again only once its memory says the recovery held."""
+def _held(verdict: Verdict, series: SeriesSnapshot, window: str | None = None) -> Verdict:
+    """A degraded or broken series is healthy again only once its memory says the recovery held. A
+    window whose numbers look healthy while the judged window has not (a longer one, pooling the
+    traffic before the drop) is no recovery: it says the series is unhealthy since it turned."""
     memory, rule = series.memory, series.reference_rule
     if memory is None or rule is None or memory.state not in UNHEALTHY or verdict.state not in HEALTHY:
         return verdict
+    if memory.recovering_since is None:
+        since = f" since {time.strftime('%H:%M UTC', time.gmtime(memory.since))}" if memory.since is not None else ""
+        over = f"{window} " if window else "this window "
+        return Verdict(
+            verdict_state(memory.state), "unhealthy_judged",
+            f"{verdict.message} — but {over}pools the traffic before it turned {memory.state}{since}: still {memory.state} over the judged window",
+        )
     return Verdict(
         verdict_state(memory.state), "recovering",
         f"{verdict.message} — but {memory.state} until that holds for {rule.recovery_seconds / 60:g} min",

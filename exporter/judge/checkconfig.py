@@ -11,33 +11,20 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from exporter.judge.config_fields import target_findings, weights_findings
 from exporter.judge.methods import method_problem, runs_as
+from exporter.judge.model_files import Finding, ModelFiles
+from exporter.judge.model_files import field_of as _target
+from exporter.judge.model_files import text as _text
+
+__all__ = ["Finding", "ModelFiles", "check", "drafter_kind", "exit_status", "findings_json", "load_model", "safetensors_shapes"]
 
 SEVERITIES = ("error", "warning", "info")
 LAYER_TYPES = ("sliding_attention", "full_attention")
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # error | warning | info
-    field: str
-    found: str
-    expected: str
-    why: str
-
-
-@dataclass(frozen=True)
-class ModelFiles:
-    """A model directory (or a lone config.json): its config, and tensor shapes if weights are present."""
-
-    path: str
-    config: Mapping[str, Any]
-    tensor_shapes: Mapping[str, tuple[int, ...]]
-    added_token_ids: frozenset[int] | None  # ids of the tokenizer's added (special) tokens, when known
 
 
 def load_model(path: str) -> ModelFiles:
@@ -98,24 +85,15 @@ def drafter_kind(config: Mapping[str, Any]) -> str:
     return "draft_model"
 
 
-def _text(value: Any) -> str:
-    return "absent" if value is None else json.dumps(value) if not isinstance(value, str) else value
-
-
-def _target(target: Mapping[str, Any], key: str) -> Any:
-    """A target field, looking into `text_config` for multimodal targets."""
-    if key in target:
-        return target[key]
-    text = target.get("text_config")
-    return text.get(key) if isinstance(text, dict) else None
-
-
 def check(
-    drafter: ModelFiles, target: ModelFiles | None, k: int | None = None, method: str | None = None, vllm_version: str | None = None
+    drafter: ModelFiles, target: ModelFiles | None, k: int | None = None, method: str | None = None, vllm_version: str | None = None,
+    max_model_len: int | None = None,
 ) -> list[Finding]:
-    """Every finding for this drafter (and target, when given), most severe first."""
+    """Every finding for this drafter (and target, when given; `max_model_len`: the length it is
+    served with, where known), most severe first."""
     kind = drafter_kind(drafter.config)
-    findings: list[Finding] = []
+    weights = weights_findings(drafter, kind)
+    findings: list[Finding] = list(weights)
     if method is not None:
         problem = method_problem(method, vllm_version)
         if problem is not None:
@@ -130,8 +108,12 @@ def check(
     else:
         findings += _output_head(drafter)
     findings += _vocabulary(drafter, target, kind)
+    findings += target_findings(drafter, target, kind, max_model_len)
     if target is None:
         findings.append(Finding("info", "--target", "absent", "the target's config.json", "checks against the target were skipped"))
+    # one finding per field: where the weights already contradict a field (the first said), the target's word on it adds nothing
+    said = {f.field for f in findings[: len(weights)]}
+    findings = weights + [f for f in findings[len(weights):] if f.field not in said]
     return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
 
 

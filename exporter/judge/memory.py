@@ -45,10 +45,12 @@ def reference_baseline(profile: Profile) -> Baseline | None:
 
 def health_memory(settings: DeriveSettings, rule: ReferenceRule, window_seconds: float) -> HealthMemory:
     """The store's memory settings, judging each interval's window as /metrics would; an interval
-    that is broken on its own (the verdict's thresholds) never teaches the reference."""
+    that is broken, or degraded against the reference, on its own (the verdict's thresholds) never
+    teaches the reference."""
     if rule.collapse is None:
         t = settings.thresholds
-        rule = replace(rule, collapse=Collapse(t.broken_max_mean_acceptance_length, t.broken_max_position0_acceptance, t.min_drafts))
+        rule = replace(rule, collapse=Collapse(t.broken_max_mean_acceptance_length, t.broken_max_position0_acceptance, t.min_drafts,
+                                               t.degraded_relative_drop))
 
     def judge_state(key: SeriesKey, config: SpecConfig, recent: Totals, reference: Profile | None) -> str:
         current = derive(recent, settings.cost_for(config.method, key.model_name))

@@ -13,10 +13,12 @@ from exporter.config import DeriveSettings
 from exporter.judge.assess import Assessment, assess
 from exporter.judge.crosscheck import cross_check
 from exporter.judge.derive import Derived, derive
+from exporter.judge.hindsight import Hindsight, hindsight
+from exporter.judge.hindsight import Period as HindsightPeriod
 from exporter.judge.memory import health_since
 from exporter.judge.payoff import payoff_json
 from exporter.state.load import LoadSums
-from exporter.state.periods import Period
+from exporter.state.periods import Period, health_class
 from exporter.state.reference import HEALTHY, Profile, ReferenceRule, SeriesMemory, SpecIdentity
 from exporter.state.snapshot import SeriesSnapshot, Snapshot
 from exporter.state.window import Totals
@@ -74,13 +76,35 @@ def derived_fields(derived: Derived | None, totals: Totals) -> dict[str, Any]:
 
 
 def series_report(series: SeriesSnapshot, settings: DeriveSettings, *, span: str = "lifetime") -> dict[str, Any]:
-    """One series over its lifetime (analyze) or over a named window, with its verdict."""
+    """One series over its lifetime (analyze) or over a named window, with its verdict. Over the
+    lifetime of a series whose stretches are kept (analyze), the verdict, the current and earlier
+    periods and the unhealthy spans are hindsight's (judge/hindsight.py), the live verdict's beside
+    them under `live`; the top level's advice is its verdict's, the pooled figures are labelled."""
     assessment = assess(series, settings, span)
     current, totals = assessment.derived, assessment.totals
     now = current_period_fields(series, assessment, settings)
     fields = derived_fields(current, totals)
     if assessment.verdict.state in ("degraded", "broken"):  # no k advice from a failing curve, whatever the span
         fields["recommended_speculative_tokens"] = now["recommended_speculative_tokens"] if now else None
+    report = _series_entry(series, settings, span, assessment, now, fields)
+    seen = hindsight(series, settings) if span == "lifetime" else None
+    if seen is not None and seen.periods:
+        report.update(_in_hindsight(series, settings, seen, report))
+    if span == "lifetime":  # one object, one derivation: the advice is the verdict's; the pooled figures say so
+        pooled = derived_fields(current, totals)
+        report["lifetime"] = {**pooled, "lines": totals.intervals, "start": totals.start, "end": totals.end}
+        report["lifetime_recommended_speculative_tokens"] = pooled["recommended_speculative_tokens"]
+        headline = report["current_period"]
+        if headline is not None:
+            report["recommended_speculative_tokens"] = headline["recommended_speculative_tokens"]
+        report["recommendation_from"] = headline["recommendation_from"] if headline else None
+        report["advice"] = headline["advice"] if headline else None
+    return report
+
+
+def _series_entry(series: SeriesSnapshot, settings: DeriveSettings, span: str, assessment: Assessment, now: dict[str, Any] | None,
+                  fields: dict[str, Any]) -> dict[str, Any]:
+    totals = assessment.totals
     return {
         "upstream": series.key.upstream,
         "source": series.key.source,
@@ -169,18 +193,56 @@ def current_period_fields(series: SeriesSnapshot, assessment: Assessment, settin
     if memory is None or totals is None:
         return None
     period, verdict = memory.current_period(), assessment.period_verdict or assessment.verdict
-    fields = {"began_by": period.began_by or "first_traffic", "health": verdict.state, "reason": verdict.message,
-              "start": period.start, "end": period.end, **_identity(memory.identity), **derived_fields(assessment.period_derived, totals)}
+    k = assessment.k or len(totals.accepted_per_position) or None
+    return period_fields(series, settings, began_by=period.began_by or "first_traffic", health=verdict.state, reason=verdict.message,
+                         identity=memory.identity, totals=totals, derived=assessment.period_derived, k=k)
+
+
+def period_fields(series: SeriesSnapshot, settings: DeriveSettings, *, began_by: str, health: str, reason: str, identity: SpecIdentity,
+                  totals: Totals, derived: Derived | None, k: int | None) -> dict[str, Any]:
+    """A period's own numbers, verdict and advice (the live current period's, or one in hindsight)."""
+    fields = {"began_by": began_by, "health": health, "reason": reason, "start": totals.start, "end": totals.end, **_identity(identity),
+              **derived_fields(derived, totals)}
     fields["recommendation_from"] = "current_period" if fields["recommended_speculative_tokens"] is not None else None
     fields["advice"] = None
-    if verdict.state in ("degraded", "broken"):
-        judged = memory.ready(series.reference_rule) if series.reference_rule is not None else None
-        k = assessment.k or len(totals.accepted_per_position) or None
+    if health in ("degraded", "broken"):
+        memory, rule = series.memory, series.reference_rule
+        judged = memory.ready(rule) if memory is not None and rule is not None else None
         from_reference = derive(_profile_totals(judged, k), settings.cost_for(series.config.method, series.key.model_name)) if judged and k else None
         fields["recommended_speculative_tokens"] = from_reference.recommended_speculative_tokens if from_reference else None
         fields["recommendation_from"] = "reference" if from_reference else None
         fields["advice"] = CHECK_CONFIG + (f"; the reference's curve pays for k = {fields['recommended_speculative_tokens']}" if from_reference else "")
     return fields
+
+
+def _in_hindsight(series: SeriesSnapshot, settings: DeriveSettings, seen: Hindsight, live: dict[str, Any]) -> dict[str, Any]:
+    """The verdict, the periods and the unhealthy spans of a report written after the fact; the live ones under `live`."""
+    now = seen.periods[-1]
+    k = now.identity.k or now.totals.k or len(now.totals.accepted_per_position) or None
+    return {
+        "health": now.health,
+        "reason_code": now.verdict.reason,
+        "reason": now.verdict.message,
+        "health_since": seen.since,
+        "current_period": period_fields(series, settings, began_by=now.began_by, health=now.health, reason=now.verdict.message,
+                                        identity=now.identity, totals=now.totals, derived=now.derived, k=k),
+        "earlier_periods": [_hindsight_period(p) for p in reversed(seen.periods[:-1])],
+        "unhealthy_spans": [{"start": start, "end": end, "ongoing": end is None, "worst": worst} for start, end, worst in seen.spans],
+        "live": {name: live[name] for name in ("health", "reason_code", "reason", "health_since", "current_period", "earlier_periods",
+                                                "unhealthy_spans")},
+    }
+
+
+def _hindsight_period(period: HindsightPeriod) -> dict[str, Any]:
+    totals = period.totals
+    drafts = totals.known_drafts
+    return {
+        "start": totals.start, "end": totals.end, "began_by": period.began_by, "health": health_class(period.health) or period.health,
+        "state": period.verdict.state, **_identity(period.identity),
+        "drafts": drafts, "mean_acceptance_length": None if period.derived is None else _round(period.derived.mean_acceptance_length),
+        "position0_acceptance": _round(totals.accepted_per_position[0] / drafts) if totals.accepted_per_position and drafts else None,
+        "reason": period.verdict.message,
+    }
 
 
 def _profile_totals(profile: Profile, k: int) -> Totals:

@@ -45,7 +45,8 @@ _RECORD_START = re.compile(
     r"(?:\([^()\s]+ pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? +\[?[^\s\[\]]+?:\d+\] "
 )
 # Messages a bare line may start with; anything before the first is an unknown prefix.
-BARE_STARTS = ("SpecDecoding metrics: ", "Speculative metrics: ", "DiffusionDecoding metrics: ")
+# (a spec body without its label, vllm_log.BODY_STARTS, last: the labelled starts come before it in a labelled line)
+BARE_STARTS = ("SpecDecoding metrics: ", "Speculative metrics: ", "DiffusionDecoding metrics: ", "Mean acceptance length: ", "Draft acceptance rate: ")
 _BARE_ENGINE = re.compile(r"(?:^|\s)(Engine \d+: |\d+ Engines Aggregated: )")
 _DATED = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<time>\d\d:\d\d:\d\d)(?P<fraction>[.,]\d+)?(?P<zone>Z|[+-]\d\d:?\d\d)?")
 _UNDATED = re.compile(r"(?<![\d-])(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)")  # vLLM's own datefmt in a custom format
@@ -76,7 +77,17 @@ def parse_envelope(text: str) -> LogEnvelope | None:
         month_day_time=match["time"],
         source_file=match["file"],
         message=match["message"],
+        dated=_dated(match["custom"]) if match["custom"] else None,
     )
+
+
+def _dated(prefix: str) -> str | None:
+    """The date-time, with its year, of what a log viewer or store wrote before vLLM's line (Docker
+    Desktop's `2026-04-19 17:36:42.061 | `, a store's export): the line's time, as for a bare line."""
+    dated = _DATED.search(prefix)
+    if dated is None:
+        return None
+    return f"{dated['date']}T{dated['time']}{dated['fraction'] or ''}{(dated['zone'] or '').replace('Z', '+00:00')}"
 
 
 _LEVEL_WORDS = ("DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL ")
@@ -123,6 +134,5 @@ def parse_bare(text: str) -> LogEnvelope | None:
         month_day_time=f"{dated['date'][5:]} {dated['time']}" if dated else undated["stamp"] if undated else "",
         source_file="",
         message=clean[at:],
-        # with its year, and its zone where it has one (`…Z`, `+02:00`); without a zone it is local time
-        dated=f"{dated['date']}T{dated['time']}{dated['fraction'] or ''}{(dated['zone'] or '').replace('Z', '+00:00')}" if dated else None,
+        dated=_dated(prefix),  # with its year, and its zone where it has one (`…Z`, `+02:00`); without a zone it is local time
     )

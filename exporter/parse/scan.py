@@ -15,6 +15,8 @@ from typing import Any
 # Substrings that every line worth parsing contains; the interpreter decides what each hit is.
 MARKERS: tuple[str, ...] = (
     "metrics: ",  # V1 `SpecDecoding metrics: `, V0 `Speculative metrics: `
+    "Mean acceptance length: ",  # a V1-c/d/e body pasted without its label (vllm_log.BODY_STARTS)
+    "Draft acceptance rate: ",  # a V0, V1-a/b/c/d body pasted without its label
     "Engine ",  # V1 `Engine 000:` — not the `(EngineCore pid=…)` prefix
     "Engines Aggregated",  # V1 with several API servers
     "non-default args",  # V1 startup config

@@ -44,8 +44,11 @@ class SpecLineError(ValueError):
 
 
 _NUMBER = r"(?:\d+(?:\.\d+)?|nan|inf)"
+# vLLM joins the per-position rates with ", " (v1/spec_decode/metrics.py:118 in 0.26.0); a fork or a
+# paste that lost the spaces joins them with "," alone (`0.000,0.000`), the same list (issue #32)
+_ITEM_SEPARATOR = r",[ \t]*"
 _PER_POSITION = re.compile(
-    re.escape(PER_POSITION_KEY) + rf": ((?:{_NUMBER}(?:, {_NUMBER})*)?)(?=, |$|,? *$)"
+    re.escape(PER_POSITION_KEY) + rf": ((?:{_NUMBER}(?:{_ITEM_SEPARATOR}{_NUMBER})*)?)(?=, |$|,? *$)"
 )
 # A key starts at the message start or after ", ", begins with a letter and ends at ": ".
 _KEY = re.compile(r"(?:^|, )([A-Za-z][A-Za-z0-9 ()/_-]*?): ")
@@ -101,7 +104,7 @@ def _positions(message: str) -> tuple[str, tuple[float, ...] | None]:
             raise SpecLineError("bad_value", PER_POSITION_KEY)
         return message, None
     items = match[1]
-    rates = tuple(float(item) for item in items.split(", ")) if items else ()
+    rates = tuple(float(item) for item in re.split(_ITEM_SEPARATOR, items)) if items else ()
     if any(not 0.0 <= rate <= 1.0 for rate in rates):
         raise SpecLineError("bad_value", f"{PER_POSITION_KEY} outside 0..1")
     rest = message[: match.start()] + f"{PER_POSITION_KEY}: -" + message[match.end() :]
@@ -143,7 +146,7 @@ def _parse_v1e(body: str) -> ParsedSpecLine | None:
 _UNITS = {"Accepted": " tokens", "Drafted": " tokens", "Accepted throughput": " tokens/s", "Drafted throughput": " tokens/s",
           "Avg Draft acceptance rate": "%", "Draft acceptance rate": "%"}
 _LAST_PAIR = re.compile(r"(?:^|, )([A-Za-z][A-Za-z0-9 ()/_-]*?): ([^:]*)$")
-_LIST_ITEM = re.compile(rf"(?:^|, ){_NUMBER}$")
+_LIST_ITEM = re.compile(rf"(?:^|{_ITEM_SEPARATOR}){_NUMBER}$")
 # Each layout's keys in the order it prints them (reference §2): a line whose keys are a proper
 # prefix of a layout's, and the full key list of none, stopped early.
 _RATE, _MEAN = "Draft acceptance rate", "Mean acceptance length"
@@ -174,7 +177,7 @@ def _last_field_cut(text: str) -> bool:
         return _LIST_ITEM.search(text) is None
     key, value = last[1], last[2]
     if key == PER_POSITION_KEY:
-        return value != "" and re.fullmatch(rf"{_NUMBER}(?:, {_NUMBER})*", value) is None
+        return value != "" and re.fullmatch(rf"{_NUMBER}(?:{_ITEM_SEPARATOR}{_NUMBER})*", value) is None
     unit = _UNITS.get(key)
     if unit is not None:
         return _value_cut(value, unit)
@@ -228,6 +231,25 @@ def parse_spec_message(message: str, *, fast: bool = True) -> ParsedSpecLine | N
         if "System efficiency" in body:
             return _parse_v0(body)
         return _parse_v1a(body)
+    if message.startswith(BODY_STARTS):
+        label = _label_of(message)
+        return None if label is None else parse_spec_message(label + message, fast=fast)
+    return None
+
+
+# The first words of a spec line's body: a body pasted without its `SpecDecoding metrics: ` or
+# `Speculative metrics: ` label (issue #32) is read where its keys are a layout's own, in order
+BODY_STARTS = (f"{_MEAN}: ", f"{_RATE}: ")
+
+
+def _label_of(body: str) -> str | None:
+    """The label a body printed without one belongs to: the layout whose keys it prints, in order
+    (all of them, or the first two or more of them: a cut line, refused as such); None where the
+    keys are no layout's (a fork's, or a fragment), so nothing is guessed."""
+    keys = tuple(match[1] for match in _KEY.finditer(body.replace(" tokens tokens:", " tokens:")))
+    for label, layouts in ((V1_PREFIX, _V1_LAYOUTS), (V0_PREFIX, _V0_LAYOUTS)):
+        if any(keys == layout or (2 <= len(keys) < len(layout) and layout[: len(keys)] == keys) for layout in layouts):
+            return label
     return None
 
 
@@ -319,7 +341,12 @@ def _load(message: str, at: int) -> EngineLoad | None:
 # --- startup config -------------------------------------------------------------------------
 
 _NON_DEFAULT = "non-default args: "
-_ENGINE_INIT = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v?(?P<version>[^)\s]+)\) with config: (?P<config>.*)")
+# the engine's startup line, and the crash dump's (`Dumping input data for V1 LLM engine (v%s) with
+# config: %s, `, logging_utils/dump_input.py:73 in 0.26.0): the same VllmConfig text, so the same
+# method, k and draft model, where a posted excerpt has only the dump (issue #32)
+_ENGINE_INIT = re.compile(
+    r"(?:Initializing an? (?:V1 )?LLM engine|Dumping input data for V1 LLM engine) \(v?(?P<version>[^)\s]+)\) with config: (?P<config>.*)"
+)
 _SPEC_REPR = re.compile(r"speculative_config=SpeculativeConfig\((?P<body>[^)]*)\)")
 _REPR_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|[^,]*)")
 _SERVED = re.compile(r"served_model_name=(\[[^\]]*\]|[^,]+)")

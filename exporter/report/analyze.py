@@ -4,8 +4,10 @@ Files are read in 4 MiB binary chunks (gzip by extension), so memory stays const
 size; a progress bar shows on a TTY. Each PATH is its own upstream, so several files are read
 at once by as many processes as there are cores. Log timestamps carry no year and no zone: the
 year comes from each file's modification time, the zone from that time against the file's last
-line (intervals/clock.py), unless `--log-timezone` says it; a .gz or stdin is read in the zone
-analyze runs in.
+line (intervals/clock.py) where the file is the server's own — never a copy's (its birth time
+tells, sources/written.py) —, unless `--log-timezone` says it; a copy, a .gz or stdin is read in
+the zone analyze runs in, and the report says which zone and why. The report is written with
+hindsight (judge/hindsight.py: the store keeps each series' stretches), the live verdict beside it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from exporter.intervals.pipeline import LogPipeline
 from exporter.judge.memory import health_memory
 from exporter.judge.status import snapshot_report
 from exporter.records import SourceHealth
+from exporter.report.formats import nothing_to_report
+from exporter.sources.written import born_at
 from exporter.state.reference import ReferenceRule
 from exporter.state.snapshot import Snapshot, merged
 from exporter.state.store import Store
@@ -131,16 +135,32 @@ def _progress_bar(path: str, size: int, options: AnalyzeOptions) -> Any:
     return tqdm(total=size or None, unit="B", unit_scale=True, desc=os.path.basename(path), file=sys.stderr, leave=False)
 
 
-def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bool] | None:
-    """Push one whole file through a LogPipeline into `store`; why its dates are not known, if they are not
-    (and whether the year is what is missing)."""
+@dataclass(frozen=True)
+class FileNotes:
+    """What the report says of one file beside its numbers: why its dates or zone are not known, and
+    whether two servers seem to write it."""
+
+    dates_unknown: str | None = None  # why the dates are not known (no year, or no stamp)
+    year_known: bool = True
+    zone_why: str | None = None  # why the zone is what it is, where it was not learned or set
+    writers: str | None = None  # two servers seem to write this log (intervals/writers.py)
+
+
+def feed_file(path: str, store: Store, options: AnalyzeOptions) -> FileNotes:
+    """Push one whole file through a LogPipeline into `store`; what the report must say of it."""
+    zone_why: str | None = None
     with open_log(path) as (reader, raw, size, mtime):
         pipeline = LogPipeline(
             store, path, log_format=options.log_format, clock="log", year_reference=mtime, zone=options.zone, model_name=options.model_name,
             max_line_bytes=options.max_line_bytes, batch=options.batch,
         )
-        if reader is raw and path != "-":
-            pipeline.learn_written(_tail(raw, size), mtime)
+        if options.zone is not None:
+            zone_why = None
+        elif reader is raw and path != "-":
+            zone_why = pipeline.learn_written(_tail(raw, size), mtime, head=raw.read(TAIL_BYTES), born=born_at(raw.fileno()))
+            raw.seek(0)
+        else:
+            zone_why = "stdin has no modification time" if path == "-" else "a compressed file's modification time is its archive's"
         read_at = time.time()
         with _progress_bar(path, size, options) as bar:
             position = 0
@@ -153,11 +173,13 @@ def feed_file(path: str, store: Store, options: AnalyzeOptions) -> tuple[str, bo
             pipeline.finish(read_at)
         store.post_health(path, SourceHealth(up=True, too_long=pipeline.too_long))  # analyze is this file's source
     interpreter = pipeline.interpreter
+    writers = interpreter.writers.note
     if interpreter.unstamped:
-        return f"{interpreter.unstamped} spec lines carry no time stamp (message-only lines): their times are when they were read", True
+        why = f"{interpreter.unstamped} spec lines carry no time stamp (message-only lines): their times are when they were read"
+        return FileNotes(why, True, zone_why, writers)
     what = "the time it is read" if path == "-" else "the file's modification time"
     reason = None if interpreter.last_undated is None else year_unknown_reason(interpreter.last_undated, mtime, what)
-    return None if reason is None else (reason, False)
+    return FileNotes(reason, reason is None, zone_why, writers)
 
 
 TAIL_BYTES = 64 << 10  # where the last stamped line of a file is looked for
@@ -175,8 +197,8 @@ def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions)
     """Read every path and return the report (the `--format json` document)."""
     jobs = min(options.jobs or os.cpu_count() or 1, len(paths))
     if jobs <= 1 or "-" in paths:
-        snapshot, years = _read((paths, settings, options))
-        return _mark_years(snapshot_report(snapshot, settings), years)
+        snapshot, notes = _read((paths, settings, options))
+        return _mark_files(snapshot_report(snapshot, settings), notes)
     # each file is its own upstream, so files share nothing until the report: one process per file
     # at a time, their snapshots merged (a week of a fleet's logs takes 1/cores of the time)
     from concurrent.futures import ProcessPoolExecutor
@@ -184,31 +206,48 @@ def analyze(paths: list[str], settings: DeriveSettings, options: AnalyzeOptions)
 
     quiet = replace(options, progress=False)
     with ProcessPoolExecutor(jobs, mp_context=get_context("fork")) as pool, _files_bar(paths, options) as bar:
-        snapshots, years = [], {}
-        for path, (snapshot, year) in zip(paths, pool.map(_read, [([path], settings, quiet) for path in paths]), strict=True):
+        snapshots, notes = [], {}
+        for path, (snapshot, note) in zip(paths, pool.map(_read, [([path], settings, quiet) for path in paths]), strict=True):
             snapshots.append(snapshot)
-            years.update(year)
+            notes.update(note)
             bar.update(os.path.getsize(path))
-    return _mark_years(snapshot_report(merged(snapshots), settings), years)
+    return _mark_files(snapshot_report(merged(snapshots), settings), notes)
 
 
-def _read(work: tuple[list[str], DeriveSettings, AnalyzeOptions]) -> tuple[Snapshot, dict[str, tuple[str, bool]]]:
+def _read(work: tuple[list[str], DeriveSettings, AnalyzeOptions]) -> tuple[Snapshot, dict[str, FileNotes]]:
     paths, settings, options = work
-    store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)))
-    years = {}
-    for path in paths:
-        reason = feed_file(path, store, options)
-        if reason is not None:
-            years[path] = reason
-    return store.snapshot(), years
+    store = Store(health=health_memory(settings, options.reference, parse_duration(settings.health_window)), trace=True)
+    notes = {path: feed_file(path, store, options) for path in paths}
+    return store.snapshot(), notes
 
 
-def _mark_years(report: dict[str, Any], years: dict[str, tuple[str, bool]]) -> dict[str, Any]:
-    """Say, per source and series, where the log's dates are not known: no year (timestamps.py), or no stamp."""
+def _mark_files(report: dict[str, Any], notes: dict[str, FileNotes]) -> dict[str, Any]:
+    """Say, per source and series, where the log's dates are not known (no year, or no stamp), why its
+    zone is what it is, and where two servers seem to write one log."""
     for entry in (*report["sources"], *report["series"], *report["sampled"]):
-        reason, year_known = years.get(entry["upstream"], (None, True))
-        entry["dates_unknown"], entry["year_known"] = reason, year_known
+        note = notes.get(entry["upstream"], FileNotes())
+        entry["dates_unknown"], entry["year_known"] = note.dates_unknown, note.year_known
+    for source in report["sources"]:
+        note = notes.get(source["upstream"], FileNotes())
+        source["two_writers"] = note.writers
+        if source.get("log_zone") is not None:
+            source["log_zone"]["why"] = _zone_why(source["log_zone"], note.zone_why)
+    for series in report["series"]:
+        writers = notes.get(series["upstream"], FileNotes()).writers
+        if writers is not None:
+            series["notes"].append(writers)
+    report["nothing_to_report"] = nothing_to_report(report)  # why no series came out (an empty log, no spec line), else null
     return report
+
+
+def _zone_why(zone: dict[str, Any], why: str | None) -> str:
+    """Where the zone the stamps are read in comes from, in words."""
+    how = zone["from"]
+    if how == "flag":
+        return "set by --log-timezone"
+    if how == "file":
+        return "learned from the file's last stamped line against its modification time (the file is the server's own, not a copy)"
+    return f"assumed: the zone analyze runs in ({why or 'nothing told it'}); --log-timezone sets it"
 
 
 def _files_bar(paths: list[str], options: AnalyzeOptions) -> Any:

@@ -14,7 +14,7 @@ from exporter.report.payoff_table import payoff_lines
 CSV_COLUMNS = (
     "upstream", "model_name", "engine", "format", "lines", "period_start", "period_began_by", "drafts", "draft_tokens", "accepted_tokens",
     "mean_acceptance_length", "draft_acceptance_ratio", "num_speculative_tokens", "recommended_speculative_tokens", "recommendation_from",
-    "health", "health_since", "lifetime_drafts", "lifetime_mean_acceptance_length", "lifetime_draft_acceptance_ratio",
+    "health", "health_since", "live_health", "lifetime_drafts", "lifetime_mean_acceptance_length", "lifetime_draft_acceptance_ratio",
     "acceptance_length_histogram", "position", "accepted", "position_acceptance", "conditional_acceptance",
 )
 SERIES_COLUMNS = CSV_COLUMNS.index("position")  # the columns before it are the series', repeated on each row
@@ -24,6 +24,7 @@ _PERIOD = {"period_start": "start", "period_began_by": "began_by", "drafts": "dr
            "recommendation_from": "recommendation_from", "acceptance_length_histogram": "acceptance_length_histogram"}
 _LIFETIME = {"lifetime_drafts": "drafts", "lifetime_mean_acceptance_length": "mean_acceptance_length",
              "lifetime_draft_acceptance_ratio": "draft_acceptance_ratio"}
+# the health is hindsight's (each period by its own numbers); live_health is what the live verdict said at the log's end
 
 
 def _num(value: Any, spec: str = ".3f") -> str:
@@ -72,11 +73,22 @@ def _memory_lines(s: dict[str, Any]) -> list[str]:
         f"L = {_num(old['mean_acceptance_length'])}, retired ({old['retired'].replace('_', ' ')}) {_utc(old['retired_at'], undated)}"
         for old in s.get("previous_references", [])
     )
-    for span in s.get("unhealthy_spans", []):
+    lines.extend(_span_lines(s.get("unhealthy_spans", []), end, undated, "  "))
+    live = s.get("live")
+    if live and (live["health"] != s["health"] or live["unhealthy_spans"] != s.get("unhealthy_spans")):
+        since = f" since {_utc(live['health_since'], undated)}" if live.get("health_since") is not None else ""
+        lines.append(f"  the live verdict at the log's end (serve's, judging the window that ends at each line): {live['health']}{since}")
+        lines.extend(_span_lines(live["unhealthy_spans"], end, undated, "    live "))
+    return lines
+
+
+def _span_lines(spans: list[dict[str, Any]], end: float | None, undated: bool, indent: str) -> list[str]:
+    lines = []
+    for span in spans:
         stop = span["end"] if span["end"] is not None else end
         until = "the log's end" if span["ongoing"] else _utc(span["end"], undated)
         length = f" ({_hours(stop - span['start'])})" if stop is not None else ""
-        lines.append(f"  {span['worst']}: {_utc(span['start'], undated)} → {until}{length}")
+        lines.append(f"{indent}{span['worst']}: {_utc(span['start'], undated)} → {until}{length}")
     return lines
 
 
@@ -161,6 +173,40 @@ def _earlier_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _zone_line(report: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """The zone the log's stamps were read in, and where it comes from (times below are UTC)."""
+    zone = next((source.get("log_zone") for source in report.get("sources", ()) if source["upstream"] == s["upstream"]), None)
+    if not zone or not zone.get("why"):
+        return []
+    offset = zone["utc_offset_seconds"]
+    if offset is None:
+        named = zone["zone"]
+    else:
+        minutes = int(abs(offset)) // 60
+        named = f"{zone['zone']}, UTC{'+' if offset >= 0 else '-'}{minutes // 60:02d}:{minutes % 60:02d}"
+    return [f"  the log's stamps read in {named}: {zone['why']}"]
+
+
+NO_SPEC_LINES = (
+    "vLLM prints `SpecDecoding metrics:` with its stats every 10 s, and only while it drafts: speculative decoding configured "
+    "(--speculative-config), traffic flowing, stats logging on (not --disable-log-stats; vLLM turns it off with "
+    "--api-server-count > 1); SGLang prints `accept len` in its `Decode batch` lines"
+)
+
+
+def nothing_to_report(report: dict[str, Any]) -> str | None:
+    """Why a report holds no series and no sampled values, in words (None where it holds some)."""
+    if report["series"] or report["sampled"]:
+        return None
+    if not report["lines_read"]:
+        empty = [source["upstream"] for source in report.get("sources", ()) if not source["lines_read"]]
+        return f"nothing to report: {', '.join(empty) or 'the input'} {'is' if len(empty) <= 1 else 'are'} empty (no line was read)"
+    if not report["spec_lines"]:
+        return f"nothing to report: {report['lines_read']} lines read, none a speculative-decoding line. {NO_SPEC_LINES}"
+    # never "none found" above a count of spec lines: say what became of the ones read
+    return f"{report['spec_lines']} speculative-decoding lines read, none with counts to report (see the parse errors)"
+
+
 def render_table(report: dict[str, Any]) -> str:
     """A per-series, per-position table for a terminal: what is true now first, then the past."""
     out: list[str] = []
@@ -172,6 +218,7 @@ def render_table(report: dict[str, Any]) -> str:
         if s["server_version"]:
             config.append(f"vLLM {s['server_version']}")
         out.append("  " + ", ".join(config))
+        out.extend(_zone_line(report, s))
         out.extend(_period_lines(s))
         out.extend(_memory_lines(s))
         out.extend(_earlier_lines(s))
@@ -192,9 +239,7 @@ def render_table(report: dict[str, Any]) -> str:
         out.append("")
     out.extend(_sampled_lines(report))
     if not report["series"] and not report["sampled"]:
-        # never "none found" above a count of spec lines: say what became of the ones read
-        out.append("no speculative-decoding lines found" if not report["spec_lines"] else
-                   f"{report['spec_lines']} speculative-decoding lines read, none with counts to report (see the parse errors)")
+        out.append(nothing_to_report(report) or "nothing to report")
     errors = report["parse_errors"]
     listed = ", ".join(f"{reason} {count}" for reason, count in errors.items()) or "none"
     out.append(f"lines read {report['lines_read']}   spec lines {report['spec_lines']}   parse errors: {listed}")
@@ -208,7 +253,9 @@ def render_csv(report: dict[str, Any]) -> str:
     writer.writerow(CSV_COLUMNS)
     for s in report["series"]:
         now = s.get("current_period") or {**s, "start": None, "began_by": None, "recommendation_from": None}
-        head = [now[_PERIOD[name]] if name in _PERIOD else s[_LIFETIME.get(name, name)] for name in CSV_COLUMNS[:SERIES_COLUMNS]]
+        live = s.get("live") or s
+        head = [now[_PERIOD[name]] if name in _PERIOD else live["health"] if name == "live_health" else s[_LIFETIME.get(name, name)]
+                for name in CSV_COLUMNS[:SERIES_COLUMNS]]
         histogram = head[CSV_COLUMNS.index("acceptance_length_histogram")]  # h_0..h_k in one cell: k + 1 values against k position rows
         head[CSV_COLUMNS.index("acceptance_length_histogram")] = None if histogram is None else ";".join(f"{h:.6f}" for h in histogram)
         positions = now["position_acceptance"] or [None]

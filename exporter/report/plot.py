@@ -48,8 +48,11 @@ def plot_report(report: dict[str, Any], path: str) -> int:
     for index, entry in enumerate(series):
         axis = axes[2 * index, 0]
         _spans(axes[2 * index + 1, 0], entry)
-        rates = entry["position_acceptance"]
-        conditional = [c if c is not None else 0.0 for c in entry["conditional_acceptance"]]
+        now = entry.get("current_period") or entry  # the curve of what is true now, as the verdict and its advice
+        if not now["position_acceptance"]:
+            now = entry
+        rates = now["position_acceptance"]
+        conditional = [c if c is not None else 0.0 for c in now["conditional_acceptance"]]
         positions = list(range(len(rates)))
         axis.bar([p - 0.2 for p in positions], rates, width=0.4, label="reached position i", color="#2563eb")
         axis.bar([p + 0.2 for p in positions], conditional, width=0.4, label="accepted given i−1", color="#93c5fd")
@@ -58,13 +61,14 @@ def plot_report(report: dict[str, Any], path: str) -> int:
             axis.hlines(reference["position_acceptance"], [p - 0.42 for p in positions[: len(reference["position_acceptance"])]],
                         [p + 0.42 for p in positions[: len(reference["position_acceptance"])]], colors="#111827", linewidth=1.5,
                         label=f"reference (L = {reference['mean_acceptance_length']:.2f})")
-        best = entry["recommended_speculative_tokens"]
+        best = now["recommended_speculative_tokens"]
         if best is not None:
             axis.axvline(best - 0.5, color="#b45309", linestyle="--", label=f"recommended k = {best}")
-        length = entry["mean_acceptance_length"]
+        length = now["mean_acceptance_length"]
         since = entry.get("health_since")
         when = f" since {time.strftime('%m-%d %H:%M UTC', time.gmtime(since))}" if since is not None else ""
-        axis.set_title(f"{entry['model_name']} · engine {entry['engine']} · L = {length:.2f} · {entry['health']}{when}", fontsize=10)
+        shown = f"L = {length:.2f}" if length is not None else "L unknown"
+        axis.set_title(f"{entry['model_name']} · engine {entry['engine']} · {shown} · {entry['health']}{when}", fontsize=10)
         axis.set_xlabel("draft position")
         axis.set_ylabel("acceptance")
         axis.set_ylim(0, 1)

@@ -32,8 +32,9 @@ class LogConsumer(Protocol):
 
     def learn_config(self, lines: Iterable[str]) -> None: ...
 
-    def learn_written(self, tail: bytes, modified: float) -> None:
-        """The file's last bytes and modification time, when it is opened: the log's zone."""
+    def learn_written(self, tail: bytes, modified: float, *, head: bytes = b"", born: float | None = None, opened: float | None = None) -> str | None:
+        """The file's last and first bytes, modification and birth time, when it is opened: the log's
+        zone where the file is the server's own (never a copy's); why not, if not."""
         ...
 
     def file_replaced(self) -> None: ...

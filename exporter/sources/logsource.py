@@ -33,6 +33,7 @@ from exporter.sources.ledger import Ledger
 from exporter.sources.logfile import FollowedFile
 from exporter.sources.position import FilePosition
 from exporter.sources.wake import EventWaker, Waker, file_waker
+from exporter.sources.written import born_at
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class LogSource:
         self._restored: dict[str, FilePosition] = {}
         self._after_pass: Callable[[], None] | None = None
         self._globs = {pattern for pattern in self.patterns if _has_magic(pattern)}
+        self._unmatched: set[str] = set()  # globs that match no file now (said once, a source down under the pattern's name)
         self._posted: dict[str, SourceHealth] = {}  # the health last posted per upstream
         self.defer = defer
         self._pending: list[tuple[LogConsumer, bytes | None, float]] = []  # (consumer, block or None: file replaced, read at)
@@ -169,7 +171,9 @@ class LogSource:
         for pattern in self.patterns:
             if pattern in self._files and pattern not in self._globs:
                 continue  # a plain path, followed already: nothing to expand
-            for path in self._expand(pattern):
+            paths = self._expand(pattern)
+            self._matched(pattern, bool(paths))
+            for path in paths:
                 if path not in self._files:
                     self._files[path] = self._follow(path, pattern, self._plugin_dirs.get(pattern))
         self._first_pass = False
@@ -182,6 +186,23 @@ class LogSource:
                 self._complete()
         if self._after_pass is not None:
             self._after_pass()
+
+    def _matched(self, pattern: str, any_file: bool) -> None:
+        """A glob that matches no file is said — a warning once, and a source that is down, named by the
+        pattern, with why — until one appears (its files are then sources of their own)."""
+        if pattern not in self._globs or any_file == (pattern not in self._unmatched):
+            return
+        if any_file:
+            self._unmatched.discard(pattern)
+            self._posted.pop(pattern, None)
+            self.health.forget(pattern)
+            log.info("log pattern matches files now pattern=%s", pattern)
+            return
+        self._unmatched.add(pattern)
+        log.warning("no file matches the log pattern (yet): following it as files appear pattern=%s", pattern)
+        health = SourceHealth(up=False, last_error=f"no file matches {pattern} (yet)")
+        self._posted[pattern] = health
+        self.health.post_health(pattern, health)
 
     def _retire(self) -> None:
         """Drop the followers of glob-matched files gone for `retire_after` seconds (closed already)."""
@@ -248,6 +269,8 @@ class LogSource:
         if plugin_dir is None:
             self._learn_zone(path, pipeline)
         log.info("following log path=%s from=%s", path, "saved position" if resume else "end" if start_at_end else "start")
+        if not os.path.exists(path) and plugin_dir is None:
+            log.warning("the log path does not exist (yet): following it from when it appears path=%s", path)
         return followed, pipeline
 
     @staticmethod
@@ -263,17 +286,21 @@ class LogSource:
 
     @staticmethod
     def _learn_zone(path: str, pipeline: LogConsumer) -> None:
-        """Hand the consumer the file's last bytes and modification time: when its last line was
-        written, which tells the zone of its stamps (intervals/clock.py)."""
+        """Hand the consumer the file's last bytes and modification time — when its last line was
+        written, which tells the zone of its stamps (intervals/clock.py) — with its first bytes and
+        birth time, which tell whether the file is the server's own or a copy (sources/written.py)."""
         try:
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
+                born = born_at(handle.fileno())
+                head = handle.read(ZONE_TAIL_BYTES)
                 handle.seek(max(0, stat.st_size - ZONE_TAIL_BYTES))
                 tail = handle.read(ZONE_TAIL_BYTES)
         except OSError:
             return  # not there yet: its first live lines tell the zone
         if tail:
-            pipeline.learn_written(tail if stat.st_size <= ZONE_TAIL_BYTES else tail.split(b"\n", 1)[-1], stat.st_mtime)
+            pipeline.learn_written(tail if stat.st_size <= ZONE_TAIL_BYTES else tail.split(b"\n", 1)[-1], stat.st_mtime, head=head, born=born,
+                                   opened=time.time())
 
     def _report(self) -> None:
         """Post each upstream's health once, summed over its files — when it may have changed.
@@ -291,7 +318,9 @@ class LogSource:
             rotations = sum(followed.counters.rotations for followed, _ in members)
             truncations = sum(followed.counters.truncations for followed, _ in members)
             too_long = sum(followed.buffer.too_long + pipeline.too_long for followed, pipeline in members)
-            health = SourceHealth(up=up, rotations=rotations, truncations=truncations, too_long=too_long)
+            missing = [followed.path for followed, _ in members if not followed.exists and not followed.let_go_when_gone]
+            health = SourceHealth(up=up, rotations=rotations, truncations=truncations, too_long=too_long,
+                                  last_error=f"no such file: {missing[0]} (yet)" if missing and not up else None)
             if health == self._posted.get(upstream):
                 continue
             self._posted[upstream] = health

@@ -46,6 +46,10 @@ class Collapse:
     max_mean_acceptance_length: float
     max_position0_acceptance: float
     min_drafts: int
+    # … nor does an interval whose own L − 1 is this fraction below the reference's (the verdict's
+    # degraded rule): a drop's first minutes, while the judged window still holds the traffic before
+    # it, would otherwise be pooled as normal (the demo: a reference of L 3.37 taught down to 2.98)
+    relative_drop: float = 0.0  # 0: off
 
     def shows(self, drafts: int, accepted: int, accepted_position0: int | None) -> bool:
         if drafts < self.min_drafts or accepted_position0 is None:
@@ -80,8 +84,26 @@ class ReferenceRule:
                    lookback_seconds=hold if hold > 0 else 7 * 86400.0, recovery_seconds=recovery, collapse=collapse)
 
     def teaches(self, interval: Interval) -> bool:
-        """Whether a healthy-judged interval is pooled into the reference."""
+        """Whether a healthy-judged interval may be pooled into the reference, whatever the reference."""
         return self.collapse is None or not self.collapse.shown_by(interval)
+
+    def drops(self, interval: Interval, reference: Profile) -> bool:
+        """Whether a healthy-judged interval is unhealthy on its own — the collapse, or its own L this
+        far below the reference judged against now —: it teaches nothing, and its traffic waits
+        (SeriesMemory.suspect) for the verdict to say which period it belongs to."""
+        collapse = self.collapse
+        if collapse is None:
+            return False
+        if collapse.shown_by(interval):
+            return True
+        if not collapse.relative_drop or interval.drafts is None or interval.drafts < max(1, collapse.min_drafts):
+            return False
+        judged = reference.judged(self)
+        length = judged.mean_acceptance_length if judged is not None else None
+        if length is None:
+            return False
+        own = interval.emitted_tokens / interval.drafts if interval.emitted_tokens is not None else 1.0 + interval.accepted_tokens / interval.drafts
+        return own - 1.0 < (1.0 - collapse.relative_drop) * (length - 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,11 +296,14 @@ class SeriesMemory:
     last_at: float | None = None
     period: Period = field(default_factory=Period)  # the traffic since the last config change, restart or health change (periods.py)
     held_back: Period = field(default_factory=Period)  # a recovery's traffic while it is not yet proven
+    # the latest intervals unhealthy on their own while the verdict still says healthy (ReferenceRule.drops):
+    # the next period's if the verdict turns, this one's if healthy traffic follows
+    suspect: Period = field(default_factory=Period)
     periods: tuple[Period, ...] = ()  # the earlier ones, oldest first
 
     def current_period(self) -> Period:
         """The traffic since the last config change, restart or health change, a recovery's included."""
-        return self.period.joined(self.held_back)
+        return self.period.joined(self.held_back).joined(self.suspect)
 
     def ready(self, rule: ReferenceRule) -> Profile | None:
         """The reference judged against (the best day, or the pool of now) when it holds enough
@@ -305,44 +330,59 @@ def switch_config(memory: SeriesMemory, identity: SpecIdentity, at: float) -> tu
 
 def _new_period(memory: SeriesMemory, began_by: str, health: str = "") -> dict[str, Any]:
     """The memory's period fields after closing its current period (periods.py)."""
-    current = memory.period.joined(memory.held_back)
+    current = memory.current_period()
     return {"periods": closed(memory.periods, current, memory.identity.fields(), health_class(memory.state)),
-            "period": Period(began_by=began_by, health=health), "held_back": Period()}
+            "period": Period(began_by=began_by, health=health), "held_back": Period(), "suspect": Period()}
 
 
 def restarted(memory: SeriesMemory) -> SeriesMemory:
     """The server restarted: a new period. Its health is the memory's while that is healthy; while
     unhealthy it is decided by the next verdict (a restart is how a drafter gets fixed)."""
-    if not memory.period.intervals and not memory.held_back.intervals:
+    if not memory.period.intervals and not memory.held_back.intervals and not memory.suspect.intervals:
         return memory
     return replace(memory, **_new_period(memory, "restart", "healthy" if health_class(memory.state) == "healthy" else ""))
 
 
 def observe(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
     """The memory after `interval`, judged `state` over the judged window that ends with it."""
-    return _counted(memory, _observed(memory, interval, state, rule), interval)
+    after = _observed(memory, interval, state, rule)
+    return _counted(memory, after, interval, _learning(memory, after, state) and rule.drops(interval, memory.reference))
 
 
-def _counted(before: SeriesMemory, after: SeriesMemory, interval: Interval) -> SeriesMemory:
+def _learning(before: SeriesMemory, after: SeriesMemory, state: str) -> bool:
+    """Whether `observe` took the interval on the reference's side: judged healthy, and healthy
+    after it (a recovery being proven, or one completed by it, learns otherwise)."""
+    return state in HEALTHY and after.state in HEALTHY and after.recovering_since is None and before.recovering_since is None
+
+
+def _counted(before: SeriesMemory, after: SeriesMemory, interval: Interval, dropped: bool = False) -> SeriesMemory:
     """`after` with `interval` counted into its period, cut where `observe` changed the health class
-    or took a new normal (periods.py)."""
-    current, held = before.period, before.held_back
+    or took a new normal (periods.py). An interval unhealthy on its own while the verdict says
+    healthy (`dropped`) waits as suspect: the new period's if the verdict turns, else this one's."""
+    current, held, suspect = before.period, before.held_back, before.suspect
     was, now = health_class(before.state), health_class(after.state)
     if after.adopted != before.adopted and after.adopted is not None:  # the hold, with this interval
-        ended = replace(before, period=current.joined(held).plus(interval), held_back=Period())
+        ended = replace(before, period=current.joined(held).joined(suspect).plus(interval), held_back=Period(), suspect=Period())
         return replace(after, **_new_period(ended, after.adopted[0]))
     if was and now and was != now:
         if not current.health:  # the first verdict of a period a restart began: the restart's outcome
-            return replace(after, period=replace(current.joined(held).plus(interval), health=now), held_back=Period())
-        old, new = (current, held) if now == "healthy" else (current.joined(held), Period())  # a recovery's traffic is the new period's
+            return replace(after, period=replace(current.joined(held).joined(suspect).plus(interval), health=now), held_back=Period(),
+                           suspect=Period())
+        if now == "healthy":  # a recovery's traffic is the new period's
+            old, new = current, held
+        else:  # the drop began where its intervals turned unhealthy on their own
+            old, new = current.joined(held), suspect
+        began_by = "health" if old.intervals else current.began_by  # nothing before the drop: the period it began is this one
         return replace(after, periods=closed(before.periods, old, before.identity.fields(), was),
-                       period=Period(began_by="health", health=now).joined(new).plus(interval), held_back=Period())
+                       period=Period(began_by=began_by, health=now).joined(new).plus(interval), held_back=Period(), suspect=Period())
     if after.recovering_since is not None:
         return replace(after, period=current, held_back=held.plus(interval))
-    current = current.joined(held).plus(interval)
+    if dropped:
+        return replace(after, period=current.joined(held), held_back=Period(), suspect=suspect.plus(interval))
+    current = current.joined(held).joined(suspect).plus(interval)
     if not current.health and now and after.since is not None and current.start is not None and after.since >= current.start:
         current = replace(current, health=now)  # first judged within this period
-    return replace(after, period=current, held_back=Period())
+    return replace(after, period=current, held_back=Period(), suspect=Period())
 
 
 def _observed(memory: SeriesMemory, interval: Interval, state: str, rule: ReferenceRule) -> SeriesMemory:
@@ -360,7 +400,8 @@ def _observed(memory: SeriesMemory, interval: Interval, state: str, rule: Refere
     if state in HEALTHY:
         return replace(
             memory, last_at=at, state=current, since=since, quiet_since=None, recovering_since=None,
-            reference=memory.reference.learn(interval, rule) if rule.teaches(interval) else memory.reference, pending=_EMPTY, unhealthy_since=None,
+            reference=memory.reference if rule.drops(interval, memory.reference) else memory.reference.learn(interval, rule), pending=_EMPTY,
+            unhealthy_since=None,
             spans=_closed(memory.spans, since if since is not None else at),
         )
     start = memory.unhealthy_since if memory.unhealthy_since is not None else at
@@ -470,7 +511,8 @@ def memory_json(memory: SeriesMemory) -> dict[str, Any]:
         "state": memory.state, "since": memory.since, "quiet_since": memory.quiet_since,
         "unhealthy_since": memory.unhealthy_since, "recovering_since": memory.recovering_since, "spans": [list(span) for span in memory.spans],
         "adopted": list(memory.adopted) if memory.adopted else None, "last_at": memory.last_at,
-        "period": period_json(memory.period), "held_back": period_json(memory.held_back), "periods": [period_json(p) for p in memory.periods],
+        "period": period_json(memory.period), "held_back": period_json(memory.held_back), "suspect": period_json(memory.suspect),
+        "periods": [period_json(p) for p in memory.periods],
     }
 
 
@@ -492,5 +534,6 @@ def memory_from_json(data: Mapping[str, Any]) -> SeriesMemory:
         last_at=data.get("last_at"),
         period=period_from_json(data.get("period")),
         held_back=period_from_json(data.get("held_back")),
+        suspect=period_from_json(data.get("suspect")),
         periods=tuple(period_from_json(p) for p in data.get("periods") or ()),
     )

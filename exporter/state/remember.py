@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from exporter.records import Interval
+from exporter.state.periods import Period
 from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, add_counts, repeat_of, with_day
 
 if TYPE_CHECKING:
@@ -130,7 +131,11 @@ class Pooled:
     def before(self, first: int, stop: int, rule: ReferenceRule) -> tuple[np.ndarray, np.ndarray]:
         """(D, A) of the judged reference (Profile.judged; the pool's own when none is) as each row
         first … stop − 1 is judged."""
-        at = np.searchsorted(self.learned, np.arange(first, stop), side="left")
+        return self.before_rows(np.arange(first, stop), rule)
+
+    def before_rows(self, rows: np.ndarray, rule: ReferenceRule) -> tuple[np.ndarray, np.ndarray]:
+        """`before` for the given rows (in order)."""
+        at = np.searchsorted(self.learned, rows, side="left")
         drafts, accepted, best_drafts, best_accepted = self.drafts[at], self.accepted[at], self.best_drafts[at], self.best_accepted[at]
         live = (drafts > 0) & (drafts >= rule.min_drafts)
         best = (best_drafts > 0) & (~live | (best_accepted * drafts > accepted * best_drafts))
@@ -148,6 +153,36 @@ def teaching(rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> np.ndarray
              & (rows.positions[chosen, 0] / safe <= collapse.max_position0_acceptance))
     kept: np.ndarray = chosen[~shows]
     return kept
+
+
+def taught(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> tuple[np.ndarray, Pooled]:
+    """The chosen rows that teach `profile` — neither the collapse nor, against the reference judged
+    before each, the drop on their own (ReferenceRule.drops) — and the profile after them. A row
+    left out raises the reference the later rows are judged against, so this is the fixpoint:
+    from all of them, the rows below their reference leave until none is (one pass where no row
+    can be below even the highest reference they could meet)."""
+    kept = teaching(rows, chosen, rule)
+    pooled = pool(profile, rows, kept, rule)
+    collapse = rule.collapse
+    if collapse is None or not collapse.relative_drop or not len(kept):
+        return kept, pooled
+    while len(kept):
+        drafts = rows.drafts[kept]
+        counted = drafts >= max(1, collapse.min_drafts)
+        own = 1.0 + rows.accepted[kept] / np.where(drafts > 0, drafts, 1)
+        highest = max([1.0 + b.accepted / b.drafts for b in (*profile.days, *profile.buckets) if b.drafts] + [float(own.max())])
+        if not (counted & (own - 1.0 < (1.0 - collapse.relative_drop) * (highest - 1.0))).any():
+            return kept, pooled
+        ref_drafts, ref_accepted = pooled.before_rows(kept, rule)
+        ready = (ref_drafts > 0) & (ref_drafts >= rule.min_drafts)
+        length = np.where(ready, 1.0 + ref_accepted / np.where(ready, ref_drafts, 1), np.nan)
+        with np.errstate(invalid="ignore"):
+            below = counted & ready & (own - 1.0 < (1.0 - collapse.relative_drop) * (length - 1.0))
+        if not below.any():
+            return kept, pooled
+        kept = kept[~below]
+        pooled = pool(profile, rows, kept, rule)
+    return kept, pooled
 
 
 def pool(profile: Profile, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> Pooled:
@@ -270,7 +305,8 @@ class _Walk:
         """The memory after block rows at … up to where the verdicts hold; that row."""
         learning = memory.state not in UNHEALTHY  # else the reference is frozen for the whole stretch
         chosen = self.base + np.arange(at, stop)
-        pooled = pool(memory.reference, self.rows, teaching(self.rows, chosen[self.looks_healthy[at:stop]], self.rule) if learning else chosen[:0], self.rule)
+        pooled = taught(memory.reference, self.rows, chosen[self.looks_healthy[at:stop]], self.rule)[1] if learning else pool(
+            memory.reference, self.rows, chosen[:0], self.rule)
         ref_drafts, ref_accepted = pooled.before(self.base + at, self.base + stop, self.rule)
         ready = (ref_drafts >= self.rule.min_drafts) & (ref_drafts > 0)
         lengths = np.where(ready, 1.0 + ref_accepted / np.where(ready, ref_drafts, 1), np.nan)
@@ -305,21 +341,34 @@ def _judged(memory: SeriesMemory, rule: ReferenceRule) -> tuple[int, int]:
 
 
 def _repeated(memory: SeriesMemory, learns: str | None, rows: _Rows, chosen: np.ndarray, rule: ReferenceRule) -> SeriesMemory:
-    memory = _counted(memory, rows, chosen)
     if learns == "reference":
-        return replace(memory, reference=pool(memory.reference, rows, teaching(rows, chosen, rule), rule).profile)
+        kept, pooled = taught(memory.reference, rows, chosen, rule)
+        return replace(_counted(memory, rows, chosen, ~np.isin(chosen, kept)), reference=pooled.profile)
+    memory = _counted(memory, rows, chosen)
     if learns == "pending":
         return replace(memory, pending=pool(memory.pending, rows, chosen, rule).profile)
     return memory
 
 
-def _counted(memory: SeriesMemory, rows: _Rows, chosen: np.ndarray) -> SeriesMemory:
-    """The rows counted into the memory's period, as `observe` counts each where none changes it:
-    aside while a recovery is being proven, else into the current period."""
+def _sums(rows: _Rows, chosen: np.ndarray) -> tuple[Any, ...]:
+    """Period.plus_sums' arguments for the chosen rows."""
     first, last = chosen[0], chosen[-1]
     start = float(rows.ends[first] if np.isnan(rows.starts[first]) else rows.starts[first])
-    sums = (len(chosen), int(rows.drafts[chosen].sum()), 0, int(rows.draft_tokens[chosen].sum()), int(rows.accepted[chosen].sum()),
+    return (len(chosen), int(rows.drafts[chosen].sum()), 0, int(rows.draft_tokens[chosen].sum()), int(rows.accepted[chosen].sum()),
             tuple(rows.positions[chosen].sum(axis=0).tolist()), start, float(rows.ends[last]))
+
+
+def _counted(memory: SeriesMemory, rows: _Rows, chosen: np.ndarray, dropped: np.ndarray | None = None) -> SeriesMemory:
+    """The rows counted into the memory's period, as `observe` counts each where none changes it:
+    aside while a recovery is being proven; rows unhealthy on their own (`dropped`) at the end as
+    suspect, the rest (and the suspect before them, once healthy traffic follows) into the period."""
+    last_at = float(rows.ends[chosen[-1]])
     if memory.recovering_since is not None:
-        return replace(memory, last_at=sums[-1], held_back=memory.held_back.plus_sums(*sums))
-    return replace(memory, last_at=sums[-1], period=memory.period.plus_sums(*sums))
+        return replace(memory, last_at=last_at, held_back=memory.held_back.plus_sums(*_sums(rows, chosen)))
+    healthy = np.flatnonzero(~dropped) if dropped is not None else np.arange(len(chosen))
+    if not len(healthy):
+        return replace(memory, last_at=last_at, suspect=memory.suspect.plus_sums(*_sums(rows, chosen)))
+    cut = int(healthy[-1]) + 1
+    period = memory.period.joined(memory.suspect).plus_sums(*_sums(rows, chosen[:cut]))
+    suspect = Period().plus_sums(*_sums(rows, chosen[cut:])) if cut < len(chosen) else Period()
+    return replace(memory, last_at=last_at, period=period, suspect=suspect)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from exporter.records import SampledValues, SeriesKey, SpecConfig
 from exporter.state.load import LoadProfile
 from exporter.state.reference import ReferenceRule, SeriesMemory, SpecIdentity
+from exporter.state.trace import Stretch
 from exporter.state.window import Totals
 
 
@@ -31,6 +32,7 @@ class SeriesSnapshot:
     # the lifetime cut where the speculative config changed (a restart with another k): each run's own totals
     runs: tuple[tuple[SpecIdentity, Totals], ...] = ()
     load: LoadProfile = field(default_factory=LoadProfile)  # the current run's steady intervals by load band: what the pay-off estimate reads
+    trace: tuple[Stretch, ...] | None = None  # its stretches (state/trace.py), where the store keeps them: analyze
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from exporter.state.health import HealthMemory, key_text
 from exporter.state.load import LoadProfile
 from exporter.state.reference import SeriesMemory, SpecIdentity, restarted
 from exporter.state.snapshot import SeriesSnapshot, Snapshot, SourceSnapshot, series_order
+from exporter.state.trace import Trace
 from exporter.state.upstreams import RESTARTS_FROM_RESETS, SourceCounts, Upstream
 from exporter.state.window import RollingWindow, Totals, plus_columns, timeline
 
@@ -55,8 +56,9 @@ class CannotAcknowledge(AcknowledgeError):
 
 
 class _Series:
-    def __init__(self, key: SeriesKey, windows: Mapping[str, float], judged_seconds: float) -> None:
+    def __init__(self, key: SeriesKey, windows: Mapping[str, float], judged_seconds: float, trace: bool = False) -> None:
         self.key = key
+        self.trace = Trace() if trace else None  # its stretches, for a report written after the fact (analyze)
         self.memory = SeriesMemory()
         self.recent = RollingWindow(judged_seconds)  # evicted on the series' own clock, not the wall's
         self.lifetime = Totals()
@@ -88,8 +90,10 @@ class Store:
         clock: Callable[[], float] = time.time,  # the wall: reads, series eviction (see the module's docstring)
         health: HealthMemory | None = None,
         pairs: Iterable[tuple[str, str]] = (),
+        trace: bool = False,  # keep each series' stretches (state/trace.py): analyze's hindsight
     ) -> None:
         self.health = health
+        self._trace = trace
         self._judged_seconds = health.window_seconds if health else 0.0
         self.window_seconds = dict(windows or {})
         self.max_series = max_series
@@ -113,7 +117,7 @@ class Store:
     def _series_of(self, key: SeriesKey) -> _Series:
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = _Series(key, self.window_seconds, self._judged_seconds)
+            series = self._series[key] = _Series(key, self.window_seconds, self._judged_seconds, self._trace)
             if key in self._restored:
                 series.memory = self._restored.pop(key)
             self._enforce_cap()
@@ -134,7 +138,10 @@ class Store:
             self.version += 1
             series = self._series_of(interval.key)
             series.lifetime = series.lifetime.plus(interval)
-            series.add_to_run(SpecIdentity.of(self._config_of(series.key.upstream), interval.k), lambda totals: totals.plus(interval))
+            identity = SpecIdentity.of(self._config_of(series.key.upstream), interval.k)
+            series.add_to_run(identity, lambda totals: totals.plus(interval))
+            if series.trace is not None:
+                series.trace.add(interval, identity)
             series.load = series.load.plus(interval)
             series.variants[interval.variant] += 1
             for window in series.windows.values():
@@ -157,7 +164,10 @@ class Store:
             cuts = [0, *(np.flatnonzero(np.diff(columns.ks)) + 1).tolist(), len(columns)]  # k may change inside a block
             for first, stop in itertools.pairwise(cuts):
                 part = columns if (first, stop) == (0, len(columns)) else columns.rows(first, stop)
-                series.add_to_run(SpecIdentity.of(config, int(part.ks[0])), functools.partial(plus_columns, columns=part))
+                identity = SpecIdentity.of(config, int(part.ks[0]))
+                series.add_to_run(identity, functools.partial(plus_columns, columns=part))
+                if series.trace is not None:
+                    series.trace.add_columns(part, identity)
                 series.load = series.load.plus_columns(part)
             series.variants[columns.variant] += len(columns)
             intervals = columns.intervals() if series.windows else None  # records only where windows keep them
@@ -220,6 +230,8 @@ class Store:
             for series in self._series.values():
                 if series.key.upstream == upstream and series.key.source in RESTARTS_FROM_CONFIG and series.last_update:
                     series.memory = restarted(series.memory)
+                    if series.trace is not None:
+                        series.trace.cut("restart")
 
     def _upstream(self, upstream: str, kind: str) -> Upstream:
         return self._upstreams.get(upstream) or Upstream(kind)
@@ -243,6 +255,8 @@ class Store:
                 for series in self._series.values():
                     if series.key.upstream == upstream and series.key.source == RESTARTS_FROM_RESETS and series.last_update:
                         series.memory = restarted(series.memory)
+                        if series.trace is not None:
+                            series.trace.cut("restart")
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
@@ -264,6 +278,7 @@ class Store:
                     window_seconds=self.window_seconds,
                     runs=tuple(s.runs),
                     load=s.load,
+                    trace=s.trace.stretches() if s.trace is not None else None,
                 )
                 for s in sorted(self._series.values(), key=lambda s: series_order(s.key))
             )
@@ -306,7 +321,7 @@ class Store:
         """Continue a series' counters from an earlier run, so Prometheus sees no reset."""
         with self._lock:
             self.version += 1
-            series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds)
+            series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds, self._trace)
             series.lifetime = lifetime
             series.variants.update(variants)
             self._series[key] = series
