@@ -19,6 +19,7 @@ anew at every wake-up, not the lines themselves.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import logging
 import os
@@ -32,6 +33,9 @@ from exporter.sources.consumer import LogConsumer, LogConsumerFactory
 from exporter.sources.ledger import Ledger
 from exporter.sources.logfile import FollowedFile
 from exporter.sources.position import FilePosition
+from exporter.sources.regular import open_regular
+from exporter.sources.resume import reserve
+from exporter.sources.siblings import forget as forget_listings
 from exporter.sources.wake import EventWaker, Waker, file_waker
 
 log = logging.getLogger(__name__)
@@ -164,18 +168,34 @@ class LogSource:
     def _expand(pattern: str) -> list[str]:
         return sorted(glob.glob(pattern)) if _has_magic(pattern) else [pattern]
 
+    def _paths(self, pattern: str) -> list[str]:
+        """The paths of `pattern` to follow: its saved positions first (a glob-matched file may be
+        between a rotation's rename and its new file's creation: gone from the glob, yet where the
+        rotated file's reading stands), then what it matches now."""
+        restored = [path for path in self._restored if path == pattern or (pattern in self._globs and fnmatch.fnmatch(path, pattern))]
+        return [*restored, *(path for path in self._expand(pattern) if path not in restored)]
+
     def poll_once(self) -> None:
         """Read everything new in every followed file."""
+        forget_listings()  # a pass sees its directories as they are now
+        first = self._first_pass
+        if first:
+            reserve(self._ledger, self._restored.values())  # each saved position's file is its own path's to read
         for pattern in self.patterns:
             if pattern in self._files and pattern not in self._globs:
                 continue  # a plain path, followed already: nothing to expand
-            for path in self._expand(pattern):
+            for path in self._paths(pattern):
                 if path not in self._files:
                     self._files[path] = self._follow(path, pattern, self._plugin_dirs.get(pattern))
         self._first_pass = False
         for followed, pipeline in self._files.values():
             for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
                 self._queue(pipeline, item)
+        if first:
+            self._ledger.settle()
+            for path in self._restored:  # followed by no --log any more
+                log.warning("saved log position of a path no --log matches, forgotten path=%s", path)
+            self._restored.clear()
         self._retire()
         with self._pending_lock:
             if not self._pending or self.defer <= 0 or time.monotonic() - self._pending_since >= self.defer:
@@ -254,7 +274,7 @@ class LogSource:
     def _prime(path: str, pipeline: LogConsumer) -> None:
         """Learn the speculative config from the head of a file we will read from its end."""
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 head = handle.read(PRIME_BYTES)
         except OSError:
             return
@@ -266,7 +286,7 @@ class LogSource:
         """Hand the consumer the file's last bytes and modification time: when its last line was
         written, which tells the zone of its stamps (intervals/clock.py)."""
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 stat = os.fstat(handle.fileno())
                 handle.seek(max(0, stat.st_size - ZONE_TAIL_BYTES))
                 tail = handle.read(ZONE_TAIL_BYTES)
