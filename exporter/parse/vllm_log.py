@@ -414,13 +414,25 @@ V1_RUNNER = "Model Runner V2 does not yet support"  # vLLM ≥ 0.32 fell back to
 # serving model %s` (entrypoints/.../startup.py:38 in 0.33 and 0.34), and the logo's `version %s`
 # line (a continuation line of a multi-line record, without an envelope; 0.11+).
 _BANNER = re.compile(r"vLLM (?:API )?server version (?P<version>[0-9][^\s,]*)")
-_LOGO_VERSION = re.compile(r"[█▀▄]\s+version\s+(?P<version>[0-9]\S*)\s*$")
+_LOGO_VERSION = re.compile(r"[\s█▀▄]*[█▀▄]\s+version\s+(?P<version>[0-9]\S*)\s*$")
 
 
-def parse_version_banner(text: str) -> str | None:
-    """The server version from a banner line or the logo's version line (ANSI already stripped)."""
-    match = _BANNER.search(text) or _LOGO_VERSION.search(text)
-    return None if match is None else match["version"]
+def parse_version_banner(text: str, *, bare: bool = False) -> str | None:
+    """The server version from a banner message or the logo's version line (ANSI already stripped),
+    where vLLM's logger puts them: at the message's start (parse/anchor.py). `bare`: a line without
+    an envelope, whose unknown prefix may come first — but no quote (then it is some other message's text)."""
+    if not bare:
+        match = _BANNER.match(text) or _LOGO_VERSION.match(text)
+        return None if match is None else match["version"]
+    found = _BANNER.search(text) or _LOGO_VERSION.search(text)
+    if found is None or any(quote in text[: found.start()] for quote in "'\"`"):
+        return None
+    return found["version"]
+
+
+def logo_version(text: str) -> bool:
+    """Is this message the startup logo's version line (the one continuation line read, anchor.py)?"""
+    return _LOGO_VERSION.match(text) is not None
 
 
 def parse_config_message(message: str) -> SpecConfig | None:
