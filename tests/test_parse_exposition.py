@@ -174,7 +174,10 @@ def test_file_sd_json_and_yaml():
 
 
 @pytest.mark.parametrize(
-    "text", ["{not json", '{"targets": []}', '[{"targets": "x"}]', '[{"targets": ["http://a:1/metrics"]}]']
+    "text", ["{not json", '{"targets": []}', '[{"targets": "x"}]', '[{"targets": ["http://a:1/metrics"]}]',
+             # label names as Prometheus allows them, or the whole /metrics is unparsable (issue 33: `team\n` passed the old `$`)
+             '[{"targets": ["a:1"], "labels": {"team\\n": "x"}}]', '[{"targets": ["a:1"], "labels": {"te-am": "x"}}]',
+             '[{"targets": ["a:1"], "labels": {"1team": "x"}}]']
 )
 def test_bad_targets_files_are_errors(text):
     with pytest.raises(TargetsError):
