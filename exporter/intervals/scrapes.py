@@ -80,7 +80,7 @@ class ScrapeInterpreter:
         deltas = target.deltas
         deltas.variant = snapshot.engine_kind or "unknown"
         invalid_before = deltas.invalid
-        for interval in deltas.update(snapshot.counters, now):
+        for interval in deltas.update(snapshot.counters, now, snapshot.started):
             self.sink.record_interval(interval)
         if deltas.drained:
             return ScrapeResult(failure=("drained_endpoint", DRAINED_COUNTERS_DETAIL), stop=True)
