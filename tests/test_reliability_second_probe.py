@@ -69,3 +69,24 @@ def test_a_prompt_holding_a_spec_line_and_a_startup_line_changes_no_count_and_no
     forged = value(samples, "specdecode_drafts_total") - value(honest, "specdecode_drafts_total")
     assert 0 < forged < 2_000  # one honest line's drafts; was 100,000 more, and a series named "evil"
     assert {dict(labels)["model_name"] for (name, labels) in samples if name == "specdecode_drafts_total"} == {"target"}
+
+
+# --- memory under a burst -----------------------------------------------------------------------
+
+
+def test_a_burst_of_spec_lines_written_at_once_keeps_memory_bounded(tmp_path):
+    """120,000 spec lines (48 MB) land in the log at once: the windows hold them folded (state/fold.py).
+    A million peaked at 98 MiB here (316 MB and the OOM killer under a 256 Mi limit on b51dba2)."""
+    from test_reliability import rss_peak_mib
+    from workload import SPEC_LINES
+
+    log = tmp_path / "vllm.log"
+    log.touch()
+    count = 120_000
+    with running_exporter("--log", str(log)) as exporter:
+        before = rss_peak_mib(exporter.process.pid)
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(SPEC_LINES[index % len(SPEC_LINES)] for index in range(count)) + "\n")
+        exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == count, "every line counted", deadline=90)
+        grown = rss_peak_mib(exporter.process.pid) - before
+    assert grown < 60  # was 105 MiB for these lines, growing with every one

@@ -60,7 +60,7 @@ class _Series:
         self.memory = SeriesMemory()
         self.recent = RollingWindow(judged_seconds)  # evicted on the series' own clock, not the wall's
         self.lifetime = Totals()
-        self.windows = {name: RollingWindow(seconds) for name, seconds in windows.items()}
+        self.windows = {name: RollingWindow(seconds, granular=True) for name, seconds in windows.items()}  # read at /metrics: fold by granule
         self.last_update = 0.0
         self.variants: Counter[str] = Counter()
         self.runs: list[tuple[SpecIdentity, Totals]] = []  # the lifetime split where the speculative config changed
