@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.intervals.instances import Baseline, Instance, Instances, instance_of
+from exporter.limits import MAX_COUNT, MAX_POSITIONS
 from exporter.parse.exposition import CounterId, CounterSet
 from exporter.records import Interval, SeriesKey
 
@@ -105,7 +106,9 @@ class ScrapeDeltas:
                 started = entry.get("started")
                 instance = instance_of(counters, float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None)
                 self._instances.keep(key, instance, Baseline(counters, float(entry["at"])))
-            except (TypeError, KeyError, ValueError, AttributeError):
+            except (TypeError, KeyError, ValueError, AttributeError, OverflowError) as error:
+                log.warning("saved scrape baseline unusable, that series starts a new baseline target=%s entry=%.200r error=%s",
+                            self.upstream, entry, error)
                 continue
             restored += 1
         return restored
@@ -154,20 +157,29 @@ def _counters_from_json(saved: Mapping[str, Any]) -> CounterSet:
     def number(value: Any) -> float | None:
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"not a count: {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COUNT:
+            raise TypeError(f"not a count: {value!r:.40}")
         return float(value)
 
     return CounterSet(
         drafts=number(saved["drafts"]), draft_tokens=number(saved["draft_tokens"]), accepted_tokens=number(saved["accepted_tokens"]),
-        accepted_per_position={int(position): float(value) for position, value in saved["accepted_per_position"]},
+        accepted_per_position={_position(position): float(number(value) or 0.0) for position, value in saved["accepted_per_position"]},
         created={(str(name), None if position is None else int(position)): float(value) for name, position, value in saved["created"]},
     )
 
 
+def _position(value: Any) -> int:
+    position = int(value)
+    if not 0 <= position < MAX_POSITIONS:
+        raise ValueError(f"not a position: {value!r:.40}")
+    return position
+
+
 def _plausible(counters: CounterSet) -> bool:
+    """Counts a counter can hold, over as many positions as a drafter drafts (exporter/limits.py)."""
     values = [counters.drafts, counters.draft_tokens, counters.accepted_tokens, *counters.accepted_per_position.values()]
-    return all(v is None or (math.isfinite(v) and v >= 0) for v in values)
+    return all(v is None or (math.isfinite(v) and 0 <= v <= MAX_COUNT) for v in values) and all(
+        position < MAX_POSITIONS for position in counters.accepted_per_position)
 
 
 def _delta(before: float | None, now: float | None) -> float | None:

@@ -20,12 +20,14 @@ import ast
 import re
 from typing import Any
 
+from exporter.limits import MAX_COUNT, MAX_POSITIONS
 from exporter.records import EngineMarker, ParsedSpecLine, SpecConfig
 from exporter.vocabulary import LogProblem
 
 V0_PREFIX = "Speculative metrics: "
 V1_PREFIX = "SpecDecoding metrics: "
 SPEC_MARKERS = (V0_PREFIX, V1_PREFIX)
+MAX_COUNT_DIGITS = len(str(MAX_COUNT))  # a longer number is refused before int() reads it
 PER_POSITION_KEY = "Per-position acceptance rate"
 TRUNCATED: LogProblem = "truncated"
 # Lines printed near the spec line that are not spec-decode counts: the `format` they are counted
@@ -68,8 +70,8 @@ def _int(pairs: dict[str, str], key: str) -> int:
     if raw is None:
         raise SpecLineError("missing_field", key)
     token = raw.split()[0] if raw.split() else ""
-    if not token.isdigit():
-        raise SpecLineError("bad_value", f"{key}={raw!r}")
+    if not token.isdigit() or len(token) > MAX_COUNT_DIGITS or int(token) > MAX_COUNT:  # what a counter can hold (limits.py)
+        raise SpecLineError("bad_value", f"{key}={raw[:40]!r}")
     return int(token)
 
 
@@ -94,6 +96,8 @@ def _positions(message: str) -> tuple[str, tuple[float, ...] | None]:
             raise SpecLineError("bad_value", PER_POSITION_KEY)
         return message, None
     items = match[1]
+    if items.count(",") >= MAX_POSITIONS:
+        raise SpecLineError("bad_value", f"{PER_POSITION_KEY} longer than {MAX_POSITIONS} positions")
     rates = tuple(float(item) for item in items.split(", ")) if items else ()
     if any(not 0.0 <= rate <= 1.0 for rate in rates):
         raise SpecLineError("bad_value", f"{PER_POSITION_KEY} outside 0..1")
@@ -116,8 +120,10 @@ def _parse_v1e(body: str) -> ParsedSpecLine | None:
     if match is None:
         return None
     mean_length, throughput, accepted, drafted, items, percent = match.groups()
+    if len(accepted) > MAX_COUNT_DIGITS or len(drafted) > MAX_COUNT_DIGITS or items.count(",") >= MAX_POSITIONS:
+        return None  # let the general reader name the error (bad_value)
     rates = tuple(map(float, items.split(", "))) if items else ()
-    if not all(0.0 <= rate <= 1.0 for rate in rates):
+    if not all(0.0 <= rate <= 1.0 for rate in rates) or int(accepted) > MAX_COUNT or int(drafted) > MAX_COUNT:
         return None  # let the general reader name the error
     return ParsedSpecLine(
         variant="V1-e",

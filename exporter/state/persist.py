@@ -115,13 +115,18 @@ def restore_counters(store: Store, saved: Mapping[str, object]) -> int:
     for entry in entries(saved, "series"):
         try:
             key, totals = SeriesKey(**entry["key"]), totals_from_json(entry["totals"])
-        except (TypeError, KeyError):
+            if not all(isinstance(part, str) for part in (key.upstream, key.model_name, key.engine, key.source)):
+                raise TypeError(f"saved series key: {entry['key']!r:.100}")
+        except (TypeError, KeyError) as error:  # the README promises a warning for every series that starts from zero
+            log.warning("saved series counters unusable, that series starts from zero entry=%.200r error=%s", entry, error)
             continue
-        store.restore_series(key, totals, counts_from_json(entry.get("variants", {})))
+        store.restore_series(key, totals, counts_from_json(entry.get("variants", {}), "format counts"))
         restored += 1
     for entry in entries(saved, "sources"):
-        if isinstance(entry, dict) and "upstream" in entry:
+        if isinstance(entry, dict) and isinstance(entry.get("upstream"), str):
             store.restore_counts(entry["upstream"], entry.get("kind", "log"), saved_counts(entry))
+        else:
+            log.warning("saved source counters unusable, that source starts from zero entry=%.200r", entry)
     return restored
 
 
