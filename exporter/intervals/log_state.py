@@ -85,14 +85,14 @@ class LogState:
         record's unix time, a dated stamp (JSON asctime, a log store's prefix; its own zone if it
         prints one), vLLM's local `MM-DD HH:MM:SS`, SGLang's local date and time."""
         if line.stream_stamp is not None:
-            stamp = parse_rfc3339(line.stream_stamp)
+            stamp = self.clock.not_future(parse_rfc3339(line.stream_stamp), line.read_at)
             if stamp is not None:
                 self.saw_undated(stamp)
                 return stamp
         if exact is not None:
-            return exact
+            return self.clock.not_future(exact, line.read_at)  # a plugin record stamped in the future stayed in every window
         if dated is not None:
-            return self.clock.dated(dated)
+            return self.clock.not_future(self.clock.dated(dated), line.read_at)
         if local is None:
             return None
         if not local:  # a message-only line with no stamp at all: its arrival is all there is (the report says so)
