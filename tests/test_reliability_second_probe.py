@@ -90,3 +90,46 @@ def test_a_burst_of_spec_lines_written_at_once_keeps_memory_bounded(tmp_path):
         exporter.wait_for(lambda s: value(s, "specdecode_log_spec_lines_total") == count, "every line counted", deadline=90)
         grown = rss_peak_mib(exporter.process.pid) - before
     assert grown < 60  # was 105 MiB for these lines, growing with every one
+
+
+# --- the state-dir lock -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lock", ["a symlink", "a directory", "a FIFO"])
+def test_a_lock_that_cannot_be_held_stops_the_sidecar_and_is_never_followed(tmp_path, lock):
+    import subprocess
+
+    log, state, target = tmp_path / "vllm.log", tmp_path / "state", tmp_path / "precious.txt"
+    Tally().append(log, 5)
+    state.mkdir()
+    target.write_text("keep me\n")
+    if lock == "a symlink":
+        (state / "lock").symlink_to(target)  # was: the sidecar wrote its pid into precious.txt
+    elif lock == "a directory":
+        (state / "lock").mkdir()  # was: a warning, and the sidecar ran unlocked
+    else:
+        os.mkfifo(state / "lock")
+    command, _ = serve("--log", str(log), "--state-dir", str(state))
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and f"{state / 'lock'}" in refused.stderr
+    assert target.read_text() == "keep me\n"
+
+
+# --- special files --------------------------------------------------------------------------------
+
+
+def test_a_fifo_matched_by_a_glob_and_a_device_given_as_a_log_are_refused_and_stop_nothing(tmp_path):
+    """open() of a FIFO waits for a writer: the follower's one thread, and every log with it, stopped
+    there; /dev/zero was a core at 100% and /dev/urandom 4.6 million garbage lines (sources/regular.py)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.mkfifo(logs / "a-pipe.log")  # sorted first: followed before the real log
+    log, tally = logs / "vllm.log", Tally()
+    tally.append(log, 50)
+    with running_exporter("--log", str(logs / "*.log"), "--log", "/dev/zero", "--from-start") as exporter:
+        samples = exporter.wait_for(lambda s: value(s, "specdecode_log_lines_total", upstream=str(log)) == 50, "the real log read")
+        tally.append(log, 25)
+        samples = exporter.wait_for(lambda s: value(s, "specdecode_log_lines_total", upstream=str(log)) == 75, "and followed on")
+    assert value(samples, "specdecode_source_up", upstream=str(logs / "a-pipe.log")) == 0
+    assert value(samples, "specdecode_source_up", upstream="/dev/zero") == 0
+    assert (value(samples, "specdecode_log_lines_total", upstream="/dev/zero") or 0) == 0

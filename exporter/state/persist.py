@@ -15,16 +15,20 @@ SIGTERM resumes exactly as one after kill -9 does.
 
 One writer per state dir: the keeper holds an exclusive lock (flock on `lock`, released by the
 kernel when the process ends, however it ends); a second sidecar on the same dir stops at start
-with an error naming the first one's pid, instead of both overwriting each other's positions.
+with an error naming the first one's pid, instead of both overwriting each other's positions. A
+lock that cannot be held — a read-only dir, no permission, a `lock` that is a directory or a
+symlink (never followed) — stops the sidecar at start with the reason: never run unlocked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -81,14 +85,21 @@ def save(directory: str, state: dict[str, Any], filename: str = FILENAME) -> Non
 
 def lock(directory: str) -> int:
     """Take the state dir for this process: the lock file's descriptor, held until closed (or the
-    process ends); -1 if the dir cannot be written (read-only, full: the sidecar runs on and says
-    that nothing is saved, as each save does). ConfigError if another process holds it."""
+    process ends). ConfigError if it cannot be held — another process holds it, or the dir cannot
+    be written (read-only, no permission, `lock` a directory or a symlink): a sidecar that ran on
+    unlocked would count every line twice beside a second one on the same dir."""
+    path = Path(directory) / LOCK
     try:
         os.makedirs(directory, exist_ok=True)
-        fd = os.open(Path(directory) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        # never through a symlink (its target would get our pid), never a directory or a FIFO
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as error:
-        log.warning("cannot lock the state dir, so another sidecar on it would go unnoticed dir=%s error=%s", directory, error)
-        return -1
+        reason = "it is a symlink" if error.errno == errno.ELOOP else error.strerror or str(error)
+        raise ConfigError(f"--state-dir {directory}: cannot hold the lock {path} ({reason}); the sidecar does not run unlocked "
+                          "(a second one on the same dir would count every line twice): give a dir this process can write") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"--state-dir {directory}: the lock {path} is not a regular file; remove it")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
