@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from helpers import running_exporter, running_process, value
@@ -133,3 +134,187 @@ def test_a_fifo_matched_by_a_glob_and_a_device_given_as_a_log_are_refused_and_st
     assert value(samples, "specdecode_source_up", upstream=str(logs / "a-pipe.log")) == 0
     assert value(samples, "specdecode_source_up", upstream="/dev/zero") == 0
     assert (value(samples, "specdecode_log_lines_total", upstream="/dev/zero") or 0) == 0
+
+
+# --- passwords, reloads and TLS -------------------------------------------------------------------
+
+
+def _web_sidecar(tmp_path: Path, web: dict, *prelude: str):  # type: ignore[no-untyped-def, type-arg]
+    """The sidecar with `web` as its web config; `prelude`: Python run first (a shorter deadline for a test)."""
+    import sys
+
+    import yaml
+    from helpers import free_port
+
+    config = tmp_path / "web.yml"
+    config.write_text(yaml.safe_dump(web))
+    log = tmp_path / "vllm.log"
+    log.touch()
+    port = free_port()
+    run = "; ".join([*prelude, "import sys", "from exporter.cli import main", "sys.argv[0] = 'specdecode-exporter'", "main()"])
+    command = [sys.executable, "-c", run, "serve", "--log", str(log), "--listen", f"127.0.0.1:{port}", "--web-config-file", str(config)]
+    return command, port, config
+
+
+def _hashed(password: bytes, rounds: int) -> str:
+    import bcrypt
+
+    return bcrypt.hashpw(password, bcrypt.gensalt(rounds=rounds)).decode()
+
+
+def _client(address: str, **options: object):  # type: ignore[no-untyped-def]
+    import httpx
+
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address, **options), timeout=120)  # type: ignore[arg-type]
+
+
+def test_password_guessing_from_one_client_does_not_starve_another_clients_first_login(tmp_path):
+    import asyncio
+    import threading
+    import time
+
+    import httpx
+
+    web = {"basic_auth_users": {"prometheus": _hashed(b"scrape", 11), "ops": _hashed(b"acknowledge", 11)}}
+    command, port, _ = _web_sidecar(tmp_path, web)
+    url = f"http://127.0.0.1:{port}/metrics"
+    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "sidecar"):
+        with _client("127.0.0.5") as first:
+            started = time.monotonic()
+            assert first.get(url, auth=("prometheus", "scrape")).status_code == 200
+            one_check = time.monotonic() - started
+        answers: list[int] = []
+        sent = threading.Event()
+
+        async def attack() -> None:  # 300 wrong passwords at once from one address, as the probe's 400 at 200/s
+            limits = httpx.Limits(max_connections=300)
+            transport = httpx.AsyncHTTPTransport(local_address="127.0.0.2", limits=limits)
+            async with httpx.AsyncClient(transport=transport, timeout=300) as attacker:
+                requests = [asyncio.ensure_future(attacker.get(url, auth=("prometheus", f"guess {index}"))) for index in range(300)]
+                await asyncio.sleep(1.0)  # every guess has arrived (on b51dba2: queued for bcrypt)
+                sent.set()
+                answers.extend(response.status_code for response in await asyncio.gather(*requests))
+
+        attacking = threading.Thread(target=asyncio.run, args=(attack(),))
+        attacking.start()
+        sent.wait(30)
+        with _client("127.0.0.3") as user:  # a first login while the guesses are there
+            started = time.monotonic()
+            assert user.get(url, auth=("ops", "acknowledge")).status_code == 200
+            waited = time.monotonic() - started
+        attacking.join(300)
+    assert waited < 10 * one_check + 2.0  # was every queued guess first: 249 s in the probe
+    assert answers.count(429) > 250 and set(answers) <= {401, 429}  # refused without a bcrypt check
+
+
+def test_fifty_sighups_with_basic_auth_leave_the_sidecar_answering(tmp_path):
+    import threading
+    import time
+
+    import httpx
+
+    command, port, _ = _web_sidecar(tmp_path, {"basic_auth_users": {"prometheus": _hashed(b"scrape", 12)}})
+    slowest = [0.0]
+    done = threading.Event()
+    with running_process(command, f"http://127.0.0.1:{port}/-/healthy", "sidecar") as process:
+
+        def probe() -> None:
+            while not done.is_set():
+                started = time.monotonic()
+                httpx.get(f"http://127.0.0.1:{port}/-/healthy", timeout=60)
+                slowest[0] = max(slowest[0], time.monotonic() - started)
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        for _ in range(50):
+            process.send_signal(signal.SIGHUP)
+            time.sleep(0.01)  # the operator's pace, not a synchronisation
+        time.sleep(3)  # where the stall was: 15 s of it
+        done.set()
+        prober.join()
+        assert process.poll() is None
+    assert slowest[0] < 1.0  # was 15 s: 50 reloads, each a bcrypt dummy hash, all at once
+
+
+def test_a_reload_that_replaces_the_client_ca_stops_trusting_the_old_one(tmp_path):
+    import ssl
+
+    import httpx
+    import yaml
+    from test_web_security import _cert, _write  # the PKI helpers of the first TLS tests
+
+    files = {}
+    for ca in ("a", "b"):
+        key, cert = _cert(f"CA {ca}", None, None, ca=True)
+        files[f"ca-{ca}"] = _write(tmp_path, f"ca-{ca}", key, cert)
+        files[f"client-{ca}"] = _write(tmp_path, f"client-{ca}", *_cert(f"client {ca}", key, cert.subject))
+        if ca == "a":
+            files["server"] = _write(tmp_path, "server", *_cert("sidecar", key, cert.subject, ip="127.0.0.1"))
+
+    def web(ca: str) -> dict:  # type: ignore[type-arg]
+        return {"tls_server_config": {"cert_file": files["server"][0], "key_file": files["server"][1], "client_ca_file": files[f"ca-{ca}"][0],
+                                      "client_auth_type": "RequireAndVerifyClientCert"}}
+
+    def answered(port: int, client: str) -> bool:
+        context = ssl.create_default_context(cafile=files["ca-a"][0])
+        context.load_cert_chain(*files[f"client-{client}"])
+        try:
+            return httpx.get(f"https://127.0.0.1:{port}/-/healthy", verify=context, timeout=10).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    command, port, config = _web_sidecar(tmp_path, web("a"))
+    with _tls_process(command, lambda: answered(port, "a")) as process:
+        assert not answered(port, "b")
+        config.write_text(yaml.safe_dump(web("b")))
+        process.send_signal(signal.SIGHUP)
+        wait_until(lambda: answered(port, "b"), "CA b trusted")
+        assert not answered(port, "a")  # was: still trusted, even after SIGHUP ("reloaded")
+
+
+def _tls_process(command: list[str], up):  # type: ignore[no-untyped-def]
+    import contextlib
+    import subprocess
+
+    @contextlib.contextmanager
+    def running():  # type: ignore[no-untyped-def]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: process.poll() is None and up(), "the sidecar with TLS up")
+            yield process
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+
+    return running()
+
+
+def test_a_tls_handshake_has_the_deadline_of_a_request_head(tmp_path):
+    import socket
+    import ssl
+    import time
+
+    from test_web_security import _cert, _write
+
+    key, cert = _cert("CA", None, None, ca=True)
+    ca = _write(tmp_path, "ca", key, cert)
+    server = _write(tmp_path, "server", *_cert("sidecar", key, cert.subject, ip="127.0.0.1"))
+    web = {"tls_server_config": {"cert_file": server[0], "key_file": server[1]}}
+    shorter = "from exporter.expose.connection import BoundedH11Protocol; BoundedH11Protocol.header_seconds = 1.0"  # 10 s in production
+
+    def up() -> bool:
+        import httpx
+
+        try:
+            return httpx.get(f"https://127.0.0.1:{port}/-/healthy", verify=ssl.create_default_context(cafile=ca[0]), timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    command, port, _ = _web_sidecar(tmp_path, web, shorter)
+    with _tls_process(command, up), socket.create_connection(("127.0.0.1", port), timeout=20) as silent:  # connects, and never says a word
+        started = time.monotonic()
+        try:
+            assert silent.recv(1024) == b""
+        except ConnectionResetError:
+            pass
+        assert time.monotonic() - started < 5  # was 60 s: 256 such clients held every fd for a minute
