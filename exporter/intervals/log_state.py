@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length
@@ -24,6 +25,7 @@ from exporter.records import ParseProblem, RawLine, SeriesKey, SpecConfig
 
 UNKNOWN_MODEL = "unknown"
 DEFAULT_ENGINE = "0"
+KEPT = 65_536  # series ends and pids one log remembers, oldest forgotten first: a log of a million names stays bounded
 
 
 @dataclass
@@ -56,7 +58,7 @@ class LogState:
         return self._engine_by_pid.get(pid, DEFAULT_ENGINE)
 
     def set_engine(self, pid: int | None, engine: str) -> None:
-        self._engine_by_pid[pid] = engine
+        _keep(self._engine_by_pid, pid, engine)
 
     def spec_lines_from(self, pids: Iterable[int | None]) -> None:
         """The pids of the spec lines just read, in order, line by line or a block's at once."""
@@ -68,7 +70,7 @@ class LogState:
     def advance(self, key: SeriesKey, end: float) -> float | None:
         """The end of the series' previous interval (its next one's start); `end` is now the last."""
         previous = self._last_end.get(key)
-        self._last_end[key] = end
+        _keep(self._last_end, key, end)
         return previous
 
     def saw_undated(self, at: float) -> None:
@@ -107,3 +109,15 @@ class LogState:
     def unresolved(self, line: RawLine, own: float | None) -> ParseProblem | None:
         """serve placed a line whose stamp it could not resolve at its arrival: counted, never silent."""
         return ParseProblem(self.upstream, UNRESOLVED, line.text) if own is None and self.clock.local_known else None
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _keep(known: dict[K, V], key: K, value: V) -> None:
+    """known[key] = value, the newest last; beyond KEPT entries the oldest is forgotten."""
+    known.pop(key, None)
+    known[key] = value
+    if len(known) > KEPT:
+        del known[next(iter(known))]

@@ -29,5 +29,6 @@ class WriterWatch:
             self.warned = True
             log.warning("two vLLM servers seem to write one log (spec lines from pids %d and %d, interleaved): their numbers are "
                         "pooled under one series; give each server its own log file upstream=%s", self._last, pid, self.upstream)
-        self._seen.add(pid)
+        if not self.warned and len(self._seen) < 4096:  # said once: the pids are kept only until then (bounded)
+            self._seen.add(pid)
         self._last = pid

@@ -94,8 +94,8 @@ def lock(directory: str) -> int:
         # never through a symlink (its target would get our pid), never a directory or a FIFO
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as error:
-        reason = "it is a symlink" if error.errno == errno.ELOOP else error.strerror or str(error)
-        raise ConfigError(f"--state-dir {directory}: cannot hold the lock {path} ({reason}); the sidecar does not run unlocked "
+        why = "it is a symlink" if error.errno == errno.ELOOP else error.strerror or str(error)
+        raise ConfigError(f"--state-dir {directory}: cannot hold the lock {path} ({why}); the sidecar does not run unlocked "
                           "(a second one on the same dir would count every line twice): give a dir this process can write") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
