@@ -8,6 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+from helpers import counting
+
 from exporter.intervals.pipeline import pipelines_into
 from exporter.sources.logfile import FILE_REPLACED, FollowedFile
 from exporter.sources.logsource import LogSource
@@ -21,26 +23,19 @@ def _lines(followed: FollowedFile) -> list[str]:
 
 def test_following_many_glob_files_asks_the_ledger_per_file_not_per_pair(tmp_path, monkeypatch):
     """The catch-up of 2,000 glob files took 30.8 s: every claim asked every other held file how far it was read."""
-    asked = {"read_to": 0}
-    real = FollowedFile.read_to
-
-    def counted(self):  # type: ignore[no-untyped-def]
-        asked["read_to"] += 1
-        return real(self)
-
-    monkeypatch.setattr(FollowedFile, "read_to", counted)
+    asked = counting(monkeypatch, FollowedFile, "read_to")
     for count in (250, 1000):
         directory = tmp_path / f"{count}"
         directory.mkdir()
         for index in range(count):
             (directory / f"server-{index:05d}.log").write_text(f"line of server {index}\n")
-        asked["read_to"] = 0
+        asked.count = 0
         store = Store()
         source = LogSource([str(directory / "*.log")], store, pipelines_into(store), from_start=True, file_events=False)
         source.poll_once()
         assert len(source._files) == count
         source.stop()
-        assert asked["read_to"] <= 2 * count  # was count × (count − 1) / 2: 499,500 for 1,000 files
+        assert asked.count <= 2 * count  # was count × (count − 1) / 2: 499,500 for 1,000 files
 
 
 def test_a_resume_reads_no_more_than_its_fingerprint(tmp_path, monkeypatch):

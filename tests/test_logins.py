@@ -8,6 +8,7 @@ import base64
 
 import bcrypt
 import yaml
+from helpers import counting
 
 from exporter.expose import websecurity
 from exporter.expose.logins import CLIENTS, FAILURE_BURST, MAX_WAITING, LoginGate
@@ -64,22 +65,15 @@ def test_a_reload_keeps_the_remembered_passwords_of_users_whose_hash_stayed(tmp_
     path.write_text(yaml.safe_dump({"basic_auth_users": users}))
     security = WebSecurity(str(path))
     assert security.authorized(_basic("prometheus", "scrape")) and security.authorized(_basic("ops", "ack"))
-    made = {"dummy": 0}
-    real = websecurity._dummy_hash
-
-    def counted(users):  # type: ignore[no-untyped-def]
-        made["dummy"] += 1
-        return real(users)
-
-    monkeypatch.setattr(websecurity, "_dummy_hash", counted)
+    made = counting(monkeypatch, websecurity, "_dummy_hash")
     config = security.config
     for _ in range(50):  # 50 SIGHUPs, nothing changed: nothing is done
         security.refresh(force=True)
-    assert security.config is config and made["dummy"] == 0
+    assert security.config is config and made.count == 0
     assert security.quick(_basic("prometheus", "scrape")) is True  # was None: forgotten, a bcrypt check again
     users["ops"] = bcrypt.hashpw(b"new", bcrypt.gensalt(rounds=4)).decode()  # another user's password changes
     path.write_text(yaml.safe_dump({"basic_auth_users": users}))
     security.refresh(force=True)
-    assert security.config is not config and made["dummy"] == 0  # the same cost: the same dummy hash
+    assert security.config is not config and made.count == 0  # the same cost: the same dummy hash
     assert security.quick(_basic("prometheus", "scrape")) is True
     assert security.quick(_basic("ops", "ack")) is None and not security.authorized(_basic("ops", "ack"))

@@ -8,6 +8,7 @@ sidecar does per line no longer grows with the series it has (or has dropped).
 
 from __future__ import annotations
 
+from helpers import counting
 from workload import SPEC_LINES
 
 from exporter.intervals.pipeline import LogPipeline
@@ -36,22 +37,15 @@ def test_the_cap_keeps_the_newest_series_and_drops_the_least_recently_updated():
 def test_a_restart_and_a_new_series_cost_the_same_whatever_the_number_of_series(monkeypatch):
     """Each startup line restarts its upstream's series (a new period); each new name past the cap
     drops one. Counted in calls, not seconds: per line, not per line and series."""
-    calls = {"restarted": 0}
-    real = store_module.restarted
-
-    def counted(memory):  # type: ignore[no-untyped-def]
-        calls["restarted"] += 1
-        return real(memory)
-
-    monkeypatch.setattr(store_module, "restarted", counted)
+    calls = counting(monkeypatch, store_module, "restarted")
     from exporter.config import DeriveSettings
     from exporter.judge.memory import health_memory
     from exporter.state.reference import ReferenceRule
 
     for batch in (False, True):
-        calls["restarted"] = 0
+        calls.count = 0
         store = Store({"5m": 300}, max_series=1000, health=health_memory(DeriveSettings(), ReferenceRule(), 300.0))
         LogPipeline(store, "vllm.log", clock="log", batch=batch).consume_block(_log_of_names(3000), 1.8e9)
         store.snapshot()
-        assert calls["restarted"] <= 3000 + 1000  # each series once at most per use; was 1000 per startup line: 2,499,500
+        assert calls.count <= 3000 + 1000  # each series once at most per use; was 1000 per startup line: 2,499,500
         assert len(store.snapshot().series) == 1000
