@@ -76,7 +76,7 @@ class ScrapeDeltas:
                 self.resets += 1
                 self._instances.keep(key, instance, Baseline(now, at))
                 continue
-            previous.falls.append(False)
+            previous.rose()
             self._instances.keep(key, instance, Baseline(now, at, previous.falls))
             interval = self._interval(key, previous, now, at)
             if interval is not None:

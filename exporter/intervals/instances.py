@@ -21,8 +21,8 @@ single dip no longer abandons a target.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 
 from exporter.parse.exposition import CounterSet
 
@@ -40,38 +40,44 @@ def instance_of(counters: CounterSet, started: float | None) -> Instance:
     return ("started", started) if started is not None else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Baseline:
-    """An instance's last answer, and whether its recent answers fell."""
+    """An instance's last answer, and whether its recent answers fell (None: none has)."""
 
     counters: CounterSet
     at: float
-    falls: deque[bool] = field(default_factory=lambda: deque(maxlen=FALLS_WINDOW))
+    falls: deque[bool] | None = None
 
     def fell(self) -> bool:
         """Count a fall; True once falls are too frequent to be a dip (the endpoint is not cumulative)."""
+        if self.falls is None:
+            self.falls = deque(maxlen=FALLS_WINDOW)
         self.falls.append(True)
         return sum(self.falls) >= DRAINED_FALLS
+
+    def rose(self) -> None:
+        if self.falls is not None:
+            self.falls.append(False)
 
 
 class Instances:
     """The baselines of each (model, engine), one per instance, least recently seen first."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[str, str], OrderedDict[Instance, Baseline]] = {}
+        self._by_key: dict[tuple[str, str], dict[Instance, Baseline]] = {}  # insertion order: least recently seen first
 
-    def of(self, key: tuple[str, str]) -> OrderedDict[Instance, Baseline]:
+    def of(self, key: tuple[str, str]) -> dict[Instance, Baseline]:
         known = self._by_key.get(key)
         if known is None:
-            known = self._by_key[key] = OrderedDict()
+            known = self._by_key[key] = {}
         return known
 
     def keep(self, key: tuple[str, str], instance: Instance, baseline: Baseline) -> None:
         known = self.of(key)
+        known.pop(instance, None)
         known[instance] = baseline
-        known.move_to_end(instance)
-        while len(known) > MAX_INSTANCES:
-            known.popitem(last=False)
+        if len(known) > MAX_INSTANCES:
+            del known[next(iter(known))]
 
     def items(self) -> list[tuple[tuple[str, str], Instance, Baseline]]:
         return [(key, instance, baseline) for key, known in self._by_key.items() for instance, baseline in known.items()]

@@ -172,7 +172,7 @@ class LogSource:
         """The paths of `pattern` to follow: its saved positions first (a glob-matched file may be
         between a rotation's rename and its new file's creation: gone from the glob, yet where the
         rotated file's reading stands), then what it matches now."""
-        restored = [path for path in self._restored if path == pattern or (pattern in self._globs and fnmatch.fnmatch(path, pattern))]
+        restored = dict.fromkeys(path for path in self._restored if path == pattern or (pattern in self._globs and fnmatch.fnmatch(path, pattern)))
         return [*restored, *(path for path in self._expand(pattern) if path not in restored)]
 
     def poll_once(self) -> None:
