@@ -263,13 +263,31 @@ def test_a_reload_that_replaces_the_client_ca_stops_trusting_the_old_one(tmp_pat
         except httpx.TransportError:
             return False
 
+    resuming = ssl.create_default_context(cafile=files["ca-a"][0])  # one client context: its sessions can be resumed
+    resuming.load_cert_chain(*files["client-a"])
+
+    def raw_get(port: int, session: ssl.SSLSession | None = None) -> tuple[bytes, ssl.SSLSession | None]:
+        """A GET with client a's certificate, resuming `session` if given: (what came back, the session)."""
+        import socket
+
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                    resuming.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as tls:
+                tls.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                return tls.recv(64), tls.session
+        except (OSError, ssl.SSLError):
+            return b"", None
+
     command, port, config = _web_sidecar(tmp_path, web("a"))
     with _tls_process(command, lambda: answered(port, "a")) as process:
         assert not answered(port, "b")
+        answer, session = raw_get(port)
+        assert answer.startswith(b"HTTP/1.1 200") and session is not None
         config.write_text(yaml.safe_dump(web("b")))
         process.send_signal(signal.SIGHUP)
         wait_until(lambda: answered(port, "b"), "CA b trusted")
         assert not answered(port, "a")  # was: still trusted, even after SIGHUP ("reloaded")
+        assert not raw_get(port, session)[0].startswith(b"HTTP/1.1 200")  # nor a TLS session made under it, resumed
 
 
 def _tls_process(command: list[str], up):  # type: ignore[no-untyped-def]

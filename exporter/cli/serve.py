@@ -121,7 +121,7 @@ def run(settings: Settings) -> None:
     if security is not None and security.config.tls is not None:
         context = security.ssl_context()  # bad TLS files: one clear error now, not a traceback after "serving"
         tls = {"ssl_context_factory": lambda config, default: context}
-        security.on_trust_change = BoundedH11Protocol.close_all  # a removed client CA: the connections it let in end too
+        security.on_trust_change = BoundedH11Protocol.trust_changed  # a removed client CA: the connections and sessions it let in end too
     app = build_app(settings, security)
     log.info(
         "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",

@@ -11,6 +11,7 @@ connection's handshake comes before this protocol sees it: serve gives the liste
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from typing import ClassVar
 
@@ -24,14 +25,23 @@ class BoundedH11Protocol(H11Protocol):
     _head_deadline: asyncio.TimerHandle | None = None
     _open: ClassVar[weakref.WeakSet[BoundedH11Protocol]] = weakref.WeakSet()  # the connections made, for close_all
 
+    trusted_since: ClassVar[float] = 0.0  # when the client CAs last changed: TLS sessions made before are not resumed
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        connection = transport.get_extra_info("ssl_object")
+        if connection is not None and connection.session_reused and connection.session is not None \
+                and connection.session.time < int(BoundedH11Protocol.trusted_since):
+            transport.close()  # a session resumed from before the trust changed: its certificate was checked against the old CAs
+            return
         BoundedH11Protocol._open.add(self)
         self._arm()
 
     @classmethod
-    def close_all(cls) -> None:
-        """Close every open connection, from any thread (a removed client CA: whom it let in goes too)."""
+    def trust_changed(cls) -> None:
+        """The client CAs changed (a reload): close every open connection, from any thread, and
+        resume no TLS session made before — whom a removed CA let in goes too."""
+        cls.trusted_since = time.time()
         for protocol in list(cls._open):
             transport = getattr(protocol, "transport", None)
             if transport is not None and not transport.is_closing():

@@ -168,6 +168,7 @@ class WebSecurity:
                 # new connections get the fresh context (a removed CA trusts nothing more); the verify
                 # mode and the lowest version are the listener's own, set before the SNI callback runs
                 self._context.verify_mode, self._context.minimum_version = fresh.verify_mode, fresh.minimum_version
+                _no_resumption(self._context, fresh.verify_mode != ssl.CERT_NONE)  # the listener issues the tickets
                 self._current = fresh
             dummy = self._dummy if _cost(config.users) == _cost(self.config.users) else _dummy_hash(config.users)
             with self._lock:
@@ -284,6 +285,15 @@ def _load_into(context: ssl.SSLContext, tls: TLSConfig) -> None:
         except (OSError, ssl.SSLError) as error:
             raise ConfigError(f"tls_server_config: cannot load client_ca_file {tls.client_ca_file!r}: {_reason(error)}") from None
     context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
+    _no_resumption(context, context.verify_mode != ssl.CERT_NONE)
+
+
+def _no_resumption(context: ssl.SSLContext, checked: bool) -> None:
+    """Where client certificates are checked, no session tickets: a resumed session skips the check, and
+    after a reload took a CA out it would let that CA's clients in (a TLS 1.2 session-ID resumed from
+    before the change is closed by the connection: expose/connection.py)."""
+    context.num_tickets = 0 if checked else 2
+    context.options = (context.options | ssl.OP_NO_TICKET) if checked else (context.options & ~ssl.OP_NO_TICKET)
 
 
 def _reason(error: OSError | ssl.SSLError) -> str:
