@@ -362,10 +362,11 @@ def test_promtool_with_the_runs_scaled_alerts_fires_the_collapse_as_the_live_pro
 
 @pytest.mark.slow
 def test_serve_from_start_reads_the_three_lives_as_analyze_does(tmp_path):
-    """`serve --from-start` on the whole log: every line, analyze's totals and reference. It judges on
-    arrival time: the history arrives at once, so it cannot tell *when* the drafter broke or that it
-    was fixed (analyze, on the log's clock, can)."""
-    from helpers import running_exporter
+    """`serve --from-start` on the whole log: every line, analyze's totals, verdict and reference. The
+    log's last stamped line was written 3.6 minutes before the file's last change (only access lines
+    after it): its zone is the one that puts that line as late as it can have been written (issue 33;
+    before, no zone was learned, the history arrived at once and the broken life was judged now)."""
+    from helpers import running_exporter, value
     from waiting import wait_until
 
     log = _dated_log(tmp_path)
@@ -375,14 +376,18 @@ def test_serve_from_start_reads_the_three_lives_as_analyze_does(tmp_path):
     spec_lines = report["spec_lines"]
     with running_exporter("--log", str(log), "--from-start", "--reference-recovery", "1m", "--state-dir", str(tmp_path / "state")) as exporter:
         status = wait_until(lambda: (s := exporter.get_json("/api/v1/status"))["spec_lines"] == spec_lines and s, "every spec line read")
+        samples = exporter.scrape()
     (live,) = [s for s in status["series"] if s["window"] == status["health_window"]]
     assert status["parse_errors"] == {}
     lifetime = {k: offline[k] for k in ("drafts", "draft_tokens", "accepted_tokens")}
-    served = [s for s in status["series"] if s["window"] == "1h"]  # the longest window holds the whole log here
-    assert {k: served[0][k] for k in lifetime} == lifetime
-    # on arrival time the whole log is in the judged window now: the three lives' L 2.32 against the
-    # healthy reference is degraded — what it cannot see is that the broken life is over (analyze can)
-    assert offline["health"] == "ok" and live["health"] == "degraded"
+    assert {k: value(samples, f"specdecode_{k}_total") for k in lifetime} == lifetime
+    # on the log's own clock serve sees what analyze sees: the broken life is over, the current period is
+    # the fixed life, healthy (was: the three lives pooled as now, degraded); the log ended hours before
+    # this test runs, so its last five minutes are not now: no verdict on the window, the period stands
+    assert offline["health"] == "ok" and live["health"] == "no_data"
+    for period in ("began_by", "start", "drafts"):
+        assert live["current_period"][period] == offline["current_period"][period]
+    assert live["current_period"]["mean_acceptance_length"] == pytest.approx(offline["current_period"]["mean_acceptance_length"], abs=0.01)
     # neither path pooled the broken life into the reference (the collapse never teaches it)
     assert live["reference"]["mean_acceptance_length"] == pytest.approx(offline["reference"]["mean_acceptance_length"], abs=0.01)
     assert live["reference"]["mean_acceptance_length"] == pytest.approx(4.10, abs=0.01)
