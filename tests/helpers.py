@@ -153,3 +153,22 @@ def without_read_times(report: dict[str, Any]) -> dict[str, Any]:
         source.pop("last_success", None)
         source.pop("last_spec_line", None)
     return report
+
+
+class Calls:
+    """How many times a function was called since `count` replaced it (the cost of a path in calls, not seconds)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def counting(monkeypatch: Any, owner: object, name: str) -> Calls:
+    """Replace `owner.name` (a module's function or a class's method) by itself, counted."""
+    calls, real = Calls(), getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.count += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls

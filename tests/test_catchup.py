@@ -78,9 +78,9 @@ def test_a_catch_up_through_the_batch_path_ends_as_streaming_does(tmp_path, monk
     blocks: list[int] = []
     interpret_block = batch.interpret_block
 
-    def counted(interpreter, texts, read_at):  # type: ignore[no-untyped-def]
+    def counted(interpreter, texts, read_at, *rest):  # type: ignore[no-untyped-def]
         blocks.append(len(texts))
-        return interpret_block(interpreter, texts, read_at)
+        return interpret_block(interpreter, texts, read_at, *rest)
 
     monkeypatch.setattr(batch, "interpret_block", counted)
     batched = follow(parts, log, batch_path=True)
@@ -98,6 +98,6 @@ def test_only_a_block_of_a_catch_ups_size_takes_the_batch_path(size, monkeypatch
     store = Store({"5m": WINDOW})
     pipeline = pipelines_into(store)("u", kind="log", log_format="plain")
     taken: list[int] = []
-    monkeypatch.setattr(batch, "interpret_block", lambda interpreter, texts, read_at: taken.append(1) or batch.BlockResult())
+    monkeypatch.setattr(batch, "interpret_block", lambda interpreter, texts, read_at, *rest: taken.append(1) or batch.BlockResult())
     pipeline.consume_block(b"x" * (size - 1) + b"\n", 0.0)
     assert taken == ([1] if size >= BATCH_BLOCK_BYTES else [])

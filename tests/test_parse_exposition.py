@@ -174,7 +174,10 @@ def test_file_sd_json_and_yaml():
 
 
 @pytest.mark.parametrize(
-    "text", ["{not json", '{"targets": []}', '[{"targets": "x"}]', '[{"targets": ["http://a:1/metrics"]}]']
+    "text", ["{not json", '{"targets": []}', '[{"targets": "x"}]', '[{"targets": ["http://a:1/metrics"]}]',
+             # label names as Prometheus allows them, or the whole /metrics is unparsable (issue 33: `team\n` passed the old `$`)
+             '[{"targets": ["a:1"], "labels": {"team\\n": "x"}}]', '[{"targets": ["a:1"], "labels": {"te-am": "x"}}]',
+             '[{"targets": ["a:1"], "labels": {"1team": "x"}}]']
 )
 def test_bad_targets_files_are_errors(text):
     with pytest.raises(TargetsError):
@@ -231,10 +234,16 @@ def test_counters_that_fall_under_the_same_created_are_a_drained_endpoint_not_a_
         assert outcome.failure is None and not outcome.stop  # a restart (new _created): a new baseline
     assert outcome.resets == 1 and store.snapshot().series[0].lifetime.drafts == 400 + 50
 
-    drained = ScrapeInterpreter(Store())
-    results = [drained.accept("http://127.0.0.1:2/metrics", body(drafts, 100.0), float(at)) for at, drafts in enumerate([500, 420])]
-    assert results[0].failure is None
-    assert results[1].stop and results[1].failure is not None and results[1].failure[0] == "drained_endpoint"
+    # one dip of 1 under the same _created is skipped, not a drained endpoint (issue 33: it abandoned the target for good)
+    store = Store()
+    dipped = ScrapeInterpreter(store)
+    results = [dipped.accept("http://127.0.0.1:3/metrics", body(drafts, 100.0), float(at)) for at, drafts in enumerate([500, 499, 500, 520])]
+    assert not any(result.stop for result in results) and store.snapshot().series[0].lifetime.drafts == 20
+
+    drained = ScrapeInterpreter(Store())  # falls again and again: the endpoint's values are not cumulative
+    results = [drained.accept("http://127.0.0.1:2/metrics", body(drafts, 100.0), float(at)) for at, drafts in enumerate([500, 420, 600, 510, 700, 650])]
+    assert results[0].failure is None and not any(result.stop for result in results[:-1])
+    assert results[-1].stop and results[-1].failure is not None and results[-1].failure[0] == "drained_endpoint"
 
 
 def test_the_load_beside_the_spec_counters_is_read_and_becomes_the_intervals():

@@ -516,12 +516,13 @@ def test_two_servers_writing_one_log_are_called_out(tmp_path):
         assert said.text().count("two vLLM servers seem to write one log") == 1  # once, not per line
 
 
-def test_a_state_dir_that_cannot_be_written_is_said_and_the_sidecar_runs_on(tmp_path):
-    log, tally = tmp_path / "vllm.log", Tally()
-    tally.append(log, 20)
+def test_a_state_dir_that_cannot_be_written_stops_the_sidecar_with_a_clear_error(tmp_path):
+    """Issue 33 reversed issue 26's choice: a sidecar that runs on unlocked counts every line twice
+    beside a second one (tests/test_reliability_second_probe.py holds the other ways a lock fails)."""
+    log = tmp_path / "vllm.log"
+    Tally().append(log, 20)
     (tmp_path / "a-file").write_text("")
     state = tmp_path / "a-file" / "state"  # cannot be created (ENOTDIR), as a read-only mount cannot be written (root ignores modes)
-    with running_exporter("--log", str(log), "--from-start", "--state-dir", str(state)) as exporter:
-        said = Output(exporter.process)
-        assert_exact(settle(exporter, [log], tally), tally)  # the lock is not a reason to stop: nothing else is
-        wait_until(lambda: "cannot lock the state dir" in said.text(), "the warning")
+    command, _ = serve("--log", str(log), "--from-start", "--state-dir", str(state))
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "cannot hold the lock" in refused.stderr and "does not run unlocked" in refused.stderr

@@ -47,6 +47,8 @@ TWINS = (
          "test_remember::test_blocks_leave_the_memory_one_interval_at_a_time_leaves"),
     Twin("exporter.state.window:RollingWindow.add", "exporter.state.window:RollingWindow.add_columns",
          "test_remember::test_blocks_leave_the_memory_one_interval_at_a_time_leaves"),
+    Twin("exporter.state.fold:fold", "exporter.state.fold:fold_block",  # what a window holds of a burst, one at a time or a block at once
+         "test_fold::test_fold_block_holds_what_folding_one_at_a_time_holds"),
     Twin("exporter.state.health:HealthMemory.remember", "exporter.state.health:HealthMemory.remember_columns",
          "test_remember::test_blocks_leave_the_memory_one_interval_at_a_time_leaves"),
     Twin("exporter.state.load:LoadProfile.plus", "exporter.state.load:LoadProfile.plus_columns",

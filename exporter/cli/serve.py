@@ -121,6 +121,7 @@ def run(settings: Settings) -> None:
     if security is not None and security.config.tls is not None:
         context = security.ssl_context()  # bad TLS files: one clear error now, not a traceback after "serving"
         tls = {"ssl_context_factory": lambda config, default: context}
+        security.on_trust_change = BoundedH11Protocol.trust_changed  # a removed client CA: the connections and sessions it let in end too
     app = build_app(settings, security)
     log.info(
         "serving metrics url=%s://%s:%d/metrics logs=%s targets=%s",
@@ -138,7 +139,8 @@ def run(settings: Settings) -> None:
 
 
 class _CalmServer(uvicorn.Server):
-    """uvicorn's server, ticking once a second instead of ten times.
+    """uvicorn's server, ticking once a second instead of ten times; TLS handshakes under the request
+    head's deadline; SIGHUPs coalesced into one reload at a time.
 
     Each tick only refreshes the Date header and checks for a shutdown request, yet ten of them a
     second cost an idle sidecar 0.4% of a core, more than following ten idle logs. Shutdown on
@@ -148,6 +150,41 @@ class _CalmServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_hangup: Callable[[], None]) -> None:
         super().__init__(config)
         self.on_hangup = on_hangup
+        self._hangups = threading.Event()  # set by SIGHUP; one thread reloads, once more if more came meanwhile
+        self._reloader: threading.Thread | None = None
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        """uvicorn's startup, its listener given a TLS handshake deadline: asyncio's default of 60 s let
+        a client hold a socket a minute without a byte of its request (plain HTTP: HEADER_SECONDS)."""
+        loop = asyncio.get_running_loop()
+        create_server = loop.create_server
+
+        async def bounded(*args: Any, **kwargs: Any) -> asyncio.Server:
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", BoundedH11Protocol.header_seconds)
+            return await create_server(*args, **kwargs)
+
+        loop.create_server = bounded  # type: ignore[method-assign]
+        try:
+            await super().startup(sockets)
+        finally:
+            del loop.create_server  # the loop's own method again
+
+    def _hangup(self) -> None:
+        self._hangups.set()
+        if self._reloader is None:
+            self._reloader = threading.Thread(target=self._reload_on_hangup, name="sighup", daemon=True)
+            self._reloader.start()
+
+    def _reload_on_hangup(self) -> None:
+        """50 SIGHUPs in a row are a reload or two, not 50 threads reloading at once."""
+        while True:
+            self._hangups.wait()
+            self._hangups.clear()
+            try:
+                self.on_hangup()
+            except Exception:  # a bug must not end reloading: log it and keep going
+                log.exception("reload on SIGHUP failed")
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -158,8 +195,7 @@ class _CalmServer(uvicorn.Server):
             return
 
         def hangup(signum: int, frame: object) -> None:
-            # a handler interrupts the loop anywhere: do the work in a thread of its own
-            threading.Thread(target=self.on_hangup, name="sighup", daemon=True).start()
+            self._hangup()  # a handler interrupts the loop anywhere: the work is done in a thread of its own
 
         previous = signal.signal(signal.SIGHUP, hangup)
         try:

@@ -92,7 +92,14 @@ def create_app(
             header = request.headers.get("authorization")
             allowed = request.url.path in OPEN_PATHS or security.quick(header)
             if allowed is None:  # bcrypt in a worker thread: a check never stalls the loop, other requests or /-/healthy
-                allowed = await asyncio.get_running_loop().run_in_executor(security.checks, security.authorized, header)
+                client = request.client.host if request.client else "?"
+                refused = security.logins.admit(client)  # one check at a time per client, wrong ones rationed (expose/logins.py)
+                if refused is not None:
+                    return PlainTextResponse(f"{refused[1]}\n", status_code=refused[0], headers={"Retry-After": "1"})
+                try:
+                    allowed = await asyncio.get_running_loop().run_in_executor(security.checks, security.authorized, header)
+                finally:
+                    security.logins.done(client, allowed is True)
             if not allowed:
                 return PlainTextResponse(
                     "Unauthorized\n", status_code=401, headers={"WWW-Authenticate": 'Basic realm="specdecode-exporter"'}

@@ -32,7 +32,7 @@ import ssl
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +41,7 @@ import bcrypt
 import yaml
 
 from exporter.config import ConfigError
+from exporter.expose.logins import LoginGate
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +118,20 @@ class WebSecurity:
         self.config = load_web_config(path)
         self._mtime = self._stat()
         self._checked = time.monotonic()
-        self._lock = threading.Lock()
-        self._context: ssl.SSLContext | None = None
+        self._lock = threading.Lock()  # the remembered passwords (held for microseconds: every request may ask)
+        self._reloading = threading.Lock()  # one reload at a time (a file read and TLS contexts: never under _lock)
+        self._applied = fingerprint(self.path, self.config)  # what the config in use was read from
+        self._context: ssl.SSLContext | None = None  # the listener's (its SNI callback hands each connection _current)
+        self._current: ssl.SSLContext | None = None  # the context of the config in use
+        self.on_trust_change: Callable[[], None] | None = None  # serve closes open TLS connections (a removed CA)
         # bcrypt is slow by design: successes are remembered (never failures, which an attacker chooses)
         self._verified: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._dummy = _dummy_hash(self.config.users)
         # password checks run here, not in the server's shared thread pool: a flood of them queues
-        # behind its own two threads and leaves every other request's threads free
+        # behind its own two threads and leaves every other request's threads free; the gate bounds
+        # what each client may queue (expose/logins.py)
         self.checks = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bcrypt")
+        self.logins = LoginGate()
 
     def _stat(self) -> float | None:
         try:
@@ -133,42 +140,62 @@ class WebSecurity:
             return None
 
     def refresh(self, force: bool = False) -> None:
-        """Re-read the file if it changed (checked at most once a second), or now if `force` (SIGHUP)."""
+        """Re-read the file if it changed (checked at most once a second), or now if `force` (SIGHUP).
+        Nothing is done when nothing changed — the file's bytes and the TLS files it names — so 50
+        SIGHUPs cost 50 small reads; remembered passwords of users whose hash stayed are kept."""
         now = time.monotonic()
         if not force and now - self._checked < 1.0:
             return
-        with self._lock:
+        with self._reloading:
             self._checked = now
             mtime = self._stat()
             if mtime is None or (mtime == self._mtime and not force):
                 return
+            self._mtime = mtime
+            if fingerprint(self.path, self.config) == self._applied:
+                return
             try:
                 config = load_web_config(self.path)
-                if self._context is not None and config.tls is not None:
-                    tls_context(config.tls)  # whole or nothing: every new file loads in a fresh context first
+                fresh = tls_context(config.tls) if self._context is not None and config.tls is not None else None  # whole or nothing
             except ConfigError as error:
                 log.warning("web config not reloaded, keeping the last good one path=%s error=%s", self.path, error)
                 return
             if self._context is not None and config.tls is None:
                 log.warning("web config not reloaded: TLS cannot be turned off without a restart path=%s", self.path)
                 return
-            if self._context is not None and config.tls is not None:
-                try:
-                    _load_into(self._context, config.tls)  # the listener's context, changed in place for new connections
-                except ConfigError as error:  # a file replaced between the two loads: the next change retries
-                    log.warning("web config partly reloaded path=%s error=%s", self.path, error)
-                    return
-            self.config, self._mtime = config, mtime
-            self._verified, self._dummy = OrderedDict(), _dummy_hash(config.users)
+            trust_changed = self._context is not None and trust(self.config.tls) != trust(config.tls)
+            if fresh is not None and self._context is not None:
+                # new connections get the fresh context (a removed CA trusts nothing more); the verify
+                # mode and the lowest version are the listener's own, set before the SNI callback runs
+                self._context.verify_mode, self._context.minimum_version = fresh.verify_mode, fresh.minimum_version
+                _no_resumption(self._context, fresh.verify_mode != ssl.CERT_NONE)  # the listener issues the tickets
+                self._current = fresh
+            dummy = self._dummy if _cost(config.users) == _cost(self.config.users) else _dummy_hash(config.users)
+            with self._lock:
+                old = self.config.users
+                kept = [key for key in self._verified if old.get(key[0]) is not None and old.get(key[0]) == config.users.get(key[0])]
+                self._verified = OrderedDict.fromkeys(kept)
+                self.config, self._dummy = config, dummy
+            self._applied = fingerprint(self.path, config)
             log.info("web config reloaded path=%s users=%d tls=%s", self.path, len(config.users), config.tls is not None)
+            if trust_changed and self.on_trust_change is not None:
+                self.on_trust_change()  # connections authenticated under the old trust end
 
     def ssl_context(self) -> ssl.SSLContext:
         """The server's TLS context (created once; reloads change it in place); ConfigError names the
         file that does not load."""
         assert self.config.tls is not None
         if self._context is None:
-            self._context = tls_context(self.config.tls)
+            self._context = self._current = tls_context(self.config.tls)
+            self._context.sni_callback = self._context_for  # every handshake asks: a reload's context serves the next one
         return self._context
+
+    def _context_for(self, connection: ssl.SSLObject, server_name: str | None, listener: ssl.SSLContext) -> None:
+        """OpenSSL's servername callback, called at every handshake (with or without SNI): the context
+        of the config in use — its certificate and the client CAs it trusts — for this connection."""
+        current = self._current
+        if current is not None and current is not listener:
+            connection.context = current
 
     def authorized(self, header: str | None) -> bool:
         """Whether an Authorization header carries a configured user's password (blocking: bcrypt).
@@ -234,9 +261,7 @@ def _remembered_as(user: str, password: str, hashed: bytes | None) -> tuple[str,
 
 def _dummy_hash(users: Mapping[str, bytes]) -> bytes:
     """A hash of the same cost as the configured ones, checked for unknown users (so they take as long)."""
-    cost = max((int(hashed.split(b"$")[2]) for hashed in users.values() if hashed.count(b"$") >= 3 and hashed.split(b"$")[2].isdigit()),
-               default=12)
-    return bcrypt.hashpw(os.urandom(16).hex().encode(), bcrypt.gensalt(rounds=min(max(cost, 4), 31)))
+    return bcrypt.hashpw(os.urandom(16).hex().encode(), bcrypt.gensalt(rounds=min(max(_cost(users), 4), 31)))
 
 
 def tls_context(tls: TLSConfig) -> ssl.SSLContext:
@@ -260,9 +285,55 @@ def _load_into(context: ssl.SSLContext, tls: TLSConfig) -> None:
         except (OSError, ssl.SSLError) as error:
             raise ConfigError(f"tls_server_config: cannot load client_ca_file {tls.client_ca_file!r}: {_reason(error)}") from None
     context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
+    _no_resumption(context, context.verify_mode != ssl.CERT_NONE)
+
+
+def _no_resumption(context: ssl.SSLContext, checked: bool) -> None:
+    """Where client certificates are checked, no session tickets: a resumed session skips the check, and
+    after a reload took a CA out it would let that CA's clients in (a TLS 1.2 session-ID resumed from
+    before the change is closed by the connection: expose/connection.py)."""
+    context.num_tickets = 0 if checked else 2
+    context.options = (context.options | ssl.OP_NO_TICKET) if checked else (context.options & ~ssl.OP_NO_TICKET)
 
 
 def _reason(error: OSError | ssl.SSLError) -> str:
     if isinstance(error, ssl.SSLError):
         return error.reason or str(error)
     return error.strerror or str(error)
+
+
+def _cost(users: Mapping[str, bytes]) -> int:
+    """The highest bcrypt cost of the configured hashes (12 when none says): the dummy hash's."""
+    return max((int(hashed.split(b"$")[2]) for hashed in users.values() if hashed.count(b"$") >= 3 and hashed.split(b"$")[2].isdigit()),
+               default=12)
+
+
+def _file_state(path: str | None) -> tuple[int, int, int] | None:
+    try:
+        stat = os.stat(path) if path else None
+    except OSError:
+        return None
+    return None if stat is None else (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def fingerprint(path: str, config: WebConfig) -> tuple[bytes, tuple[tuple[int, int, int] | None, ...]]:
+    """What a config was read from: the file's bytes, and the TLS files it names (a certificate
+    renewed in place is a change; a SIGHUP with nothing changed is not)."""
+    try:
+        text = Path(path).read_bytes()
+    except OSError:
+        text = b""
+    tls = config.tls
+    files = (tls.cert_file, tls.key_file, tls.client_ca_file) if tls is not None else ()
+    return hashlib.sha256(text).digest(), tuple(_file_state(name) for name in files)
+
+
+def trust(tls: TLSConfig | None) -> tuple[str, bytes] | None:
+    """Whom the server trusts for client certificates: the auth type and the client CA file's bytes."""
+    if tls is None:
+        return None
+    try:
+        cas = Path(tls.client_ca_file).read_bytes() if tls.client_ca_file else b""
+    except OSError:
+        cas = b""
+    return tls.client_auth_type, hashlib.sha256(cas).digest()

@@ -30,6 +30,8 @@ from exporter.parse.vllm_block import V1E as VARIANT
 from exporter.parse.vllm_block import BlockLines, scan_block
 from exporter.records import EngineLoad, RawLine, RecordSink
 
+MIN_SEGMENT = 8  # fewer plain lines in a row go line by line (the same Intervals: tests/test_batch_equivalence.py)
+
 
 @dataclass
 class BlockResult:
@@ -55,8 +57,9 @@ class BlockResult:
         return latest
 
 
-def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: float) -> BlockResult:
-    """Every line of `texts` (in order) through the batch path or, where it cannot, the streaming one."""
+def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: float, min_segment: int = 1) -> BlockResult:
+    """Every line of `texts` (in order) through the batch path or, where it cannot, the streaming one;
+    runs of fewer than `min_segment` plain lines go line by line too (LogPipeline: MIN_SEGMENT)."""
     result = BlockResult()
     if not texts:
         return result
@@ -67,8 +70,10 @@ def interpret_block(interpreter: LogInterpreter, texts: list[str], read_at: floa
     lines, fast = scanned
     start = 0
     for stop in [*np.flatnonzero(~fast).tolist(), len(texts)]:
-        if stop > start:
+        if stop - start >= min_segment:
             _segment(interpreter, result, read_at, lines.part(start, stop))
+        else:  # a few lines between two others (a log of startups and spec lines taking turns): arrays cost more than they save
+            result.items += [interpreter.feed(RawLine(interpreter.upstream, text, read_at)) for text in texts[start:stop]]
         if stop < len(texts):
             result.items.append(interpreter.feed(RawLine(interpreter.upstream, texts[stop], read_at)))
         start = stop + 1

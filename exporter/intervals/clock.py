@@ -41,6 +41,9 @@ EAST_LIMIT, WEST_LIMIT = 14 * 3600.0, -12 * 3600.0  # offsets outside these are 
 YEAR_SLACK_SECONDS = 86_400.0  # a stamp up to a day after its reference is still in the reference's year
 YEAR_WINDOW_SECONDS = 31 * 86_400.0  # a log's last stamp this close before its mtime dates the year
 UNRESOLVED = "unresolved_time"  # the problem reason of a stamp that cannot be placed
+# a stamp later than its line can have been written (its arrival; analyze: the file's last change) by
+# more than this is a skewed clock, taken at that moment: in the future it would stay in every window
+FUTURE_SLACK_SECONDS = 300.0
 
 ClockMode = Literal["log", "live"]  # analyze: the line's own time; serve: the one rule above
 ZoneHow = Literal["flag", "file", "arrival", "assumed"]
@@ -127,6 +130,19 @@ def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.1f} s"
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def zone_at_most(naive: float, written_by: float) -> LogZone | None:
+    """The zone that puts a stamp read as UTC (`naive`) latest, yet not after `written_by` (give or
+    take ZONE_SLACK_SECONDS of clock): the next quarter hour at or above their difference. Exact when
+    the stamp was written within the quarter hour before; otherwise the stamps land that much late."""
+    offset = math.ceil((naive - written_by - ZONE_SLACK_SECONDS) / ZONE_STEP_SECONDS) * ZONE_STEP_SECONDS
+    if not WEST_LIMIT <= offset <= EAST_LIMIT:
+        return None
+    local = LogZone(None, "file")
+    if local.offset_at(written_by) == offset:
+        return local
+    return LogZone(timezone(timedelta(seconds=offset)) if offset else UTC, "file")
 
 
 def resolve_local(month_day_time: str, reference: float, tz: tzinfo | None = None) -> float | None:
@@ -285,6 +301,11 @@ class LogClock:
         if why is not None:
             return why
         self.learn(last, modified, "file")
+        if self.zone is None and self.mode == "live":
+            # a server idle since its last stamped line (its log ends with health-probe lines, which carry no
+            # time): the zone that puts that line as late as it can have been written, at or before the file's
+            # last change (zone_at_most) — a restart's backlog lands on its own hours, at most the idle time late
+            self.zone = zone_at_most(naive, modified)
         if self.zone is None or self.zone.how != "file":
             return "its last stamped line was written minutes before the file's last change (an idle server's), which tells no zone"
         return None
@@ -293,7 +314,7 @@ class LogClock:
         """A local stamp's unix time (None: cannot be resolved, or serve does not know the zone)."""
         if not self.local_known:
             return None
-        return resolve_local(month_day_time, self.year_reference_for(read_at), self.tz)
+        return self.not_future(resolve_local(month_day_time, self.year_reference_for(read_at), self.tz), read_at)
 
     def local_many(self, stamps: list[str], read_at: float) -> np.ndarray:
         """`local` for a column of stamps (nan: cannot be resolved, or serve does not know the zone)."""
@@ -301,7 +322,14 @@ class LogClock:
 
         if not self.local_known:
             return np.full(len(stamps), np.nan)
-        return resolve_local_many(stamps, self.year_reference_for(read_at), self.tz)
+        reference = self.year_reference_for(read_at)
+        times = resolve_local_many(stamps, reference, self.tz)
+        return np.where(times > reference + FUTURE_SLACK_SECONDS, reference, times)  # not_future, on a column
+
+    def not_future(self, stamp: float | None, read_at: float) -> float | None:
+        """A line's own time, or the latest it can have been written when it says later (FUTURE_SLACK_SECONDS)."""
+        reference = self.year_reference_for(read_at)
+        return reference if stamp is not None and stamp > reference + FUTURE_SLACK_SECONDS else stamp
 
     def year_reference_for(self, read_at: float) -> float:
         """analyze: the file's modification time; serve: the arrival (a sidecar running over New Year

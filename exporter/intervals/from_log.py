@@ -103,7 +103,7 @@ class LogInterpreter(LogState):
             return refused(self.upstream, line, TRUNCATED if not text.rstrip().endswith("}") else "unknown_layout")
         if any(marker in text for marker in SPEC_MARKERS):
             return refused(self.upstream, line, "unknown_layout")
-        banner = parse_version_banner(strip_ansi(text))
+        banner = parse_version_banner(strip_ansi(text), bare=True)
         return self._configured(SpecConfig(server_version=banner)) if banner else NOTHING
 
     def _configured(self, config: SpecConfig) -> LineOutcome:

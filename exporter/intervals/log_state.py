@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from exporter.intervals.clock import UNRESOLVED, LogClock
 from exporter.intervals.draft_length import DraftLength, draft_length
@@ -26,6 +27,7 @@ from exporter.records import EngineLoad, ParseProblem, RawLine, SeriesKey, SpecC
 
 UNKNOWN_MODEL = "unknown"
 DEFAULT_ENGINE = "0"
+KEPT = 65_536  # series ends and pids one log remembers, oldest forgotten first: a log of a million names stays bounded
 
 
 @dataclass
@@ -60,10 +62,10 @@ class LogState:
         return self._engine_by_pid.get(pid, DEFAULT_ENGINE)
 
     def set_engine(self, pid: int | None, engine: str, load: EngineLoad | None = None) -> None:
-        self._engine_by_pid[pid] = engine
+        _keep(self._engine_by_pid, pid, engine)
         if load is not None:
-            self._load_by_pid[pid] = (load, self._running_by_engine.get((pid, engine)))
-            self._running_by_engine[pid, engine] = load.running
+            _keep(self._load_by_pid, pid, (load, self._running_by_engine.get((pid, engine))))
+            _keep(self._running_by_engine, (pid, engine), load.running)
 
     def take_load(self, pid: int | None) -> tuple[EngineLoad, int | None] | None:
         """The load of this pid's stats line since its last spec line, with the running count printed
@@ -84,9 +86,9 @@ class LogState:
         if pending is None:
             self._load_by_pid.pop(pid, None)
         else:
-            self._load_by_pid[pid] = pending
+            _keep(self._load_by_pid, pid, pending)
         for engine, count in running.items():
-            self._running_by_engine[pid, engine] = count
+            _keep(self._running_by_engine, (pid, engine), count)
 
     def spec_lines_from(self, pids: Iterable[int | None]) -> None:
         """The pids of the spec lines just read, in order, line by line or a block's at once."""
@@ -104,7 +106,7 @@ class LogState:
     def advance(self, key: SeriesKey, end: float) -> float | None:
         """The end of the series' previous interval (its next one's start); `end` is now the last."""
         previous = self._last_end.get(key)
-        self._last_end[key] = end
+        _keep(self._last_end, key, end)
         return previous
 
     def saw_undated(self, at: float) -> None:
@@ -121,14 +123,14 @@ class LogState:
         record's unix time, a dated stamp (JSON asctime, a log store's prefix; its own zone if it
         prints one), vLLM's local `MM-DD HH:MM:SS`, SGLang's local date and time."""
         if line.stream_stamp is not None:
-            stamp = parse_rfc3339(line.stream_stamp)
+            stamp = self.clock.not_future(parse_rfc3339(line.stream_stamp), line.read_at)
             if stamp is not None:
                 self.saw_undated(stamp)
                 return stamp
         if exact is not None:
-            return exact
+            return self.clock.not_future(exact, line.read_at)  # a plugin record stamped in the future stayed in every window
         if dated is not None:
-            return self.clock.dated(dated)
+            return self.clock.not_future(self.clock.dated(dated), line.read_at)
         if local is None:
             return None
         if not local:  # a message-only line with no stamp at all: its arrival is all there is (the report says so)
@@ -143,3 +145,15 @@ class LogState:
     def unresolved(self, line: RawLine, own: float | None) -> ParseProblem | None:
         """serve placed a line whose stamp it could not resolve at its arrival: counted, never silent."""
         return ParseProblem(self.upstream, UNRESOLVED, line.text) if own is None and self.clock.local_known else None
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _keep(known: dict[K, V], key: K, value: V) -> None:
+    """known[key] = value, the newest last; beyond KEPT entries the oldest is forgotten."""
+    known.pop(key, None)
+    known[key] = value
+    if len(known) > KEPT:
+        del known[next(iter(known))]

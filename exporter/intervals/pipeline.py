@@ -114,9 +114,9 @@ class LogPipeline:
 
     def _interpret_block(self, texts: list[str], count: int, read_at: float) -> int:
         """The batch path: what _interpret does, with runs of plain spec lines taken as columns."""
-        from exporter.intervals.batch import deliver, interpret_block  # numpy is imported only where blocks are batched
+        from exporter.intervals.batch import MIN_SEGMENT, deliver, interpret_block  # numpy is imported only where blocks are batched
 
-        result = deliver(interpret_block(self.interpreter, texts, read_at), self.sink, self.upstream)
+        result = deliver(interpret_block(self.interpreter, texts, read_at, MIN_SEGMENT), self.sink, self.upstream)
         if count:
             counts = ReadCounts(lines=count, spec_lines=result.spec_lines, problems=result.problems, variants=result.variants, read_at=read_at,
                                 logged=result.last_logged(), restarts=self.interpreter.restarts, zone=self._zone(read_at))

@@ -8,6 +8,7 @@ tells the source what to post as the target's health. vLLM's `/version` is asked
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,8 @@ from exporter.intervals.from_scrape import ScrapeDeltas
 from exporter.parse.exposition import DRAINED_COUNTERS_DETAIL, DRAINED_DETAIL, ExpositionError, ExpositionSnapshot, looks_drained, parse_exposition
 from exporter.records import ReadCounts, RecordSink, SampledValues, SeriesKey, SpecConfig
 from exporter.sources.scrape import SOURCE_KIND
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,12 @@ class ScrapeInterpreter:
 
     def restore(self, saved: Any) -> None:
         """Baselines saved by an earlier run (a mapping of target URL to entries; anything else is ignored)."""
+        if saved is not None and not isinstance(saved, dict):
+            log.warning("saved scrape baselines unusable, every target starts a new baseline saved=%.200r", saved)
         if isinstance(saved, dict):
+            for url, entries in saved.items():
+                if not isinstance(entries, list):
+                    log.warning("saved scrape baselines of a target unusable, it starts a new baseline target=%s saved=%.200r", url, entries)
             self._saved = {str(url): entries for url, entries in saved.items() if isinstance(entries, list)}
 
     def accept(self, url: str, text: str, now: float) -> ScrapeResult:
@@ -80,7 +88,7 @@ class ScrapeInterpreter:
         deltas = target.deltas
         deltas.variant = snapshot.engine_kind or "unknown"
         invalid_before = deltas.invalid
-        for interval in deltas.update(snapshot.counters, now):
+        for interval in deltas.update(snapshot.counters, now, snapshot.started):
             self.sink.record_interval(interval)
         if deltas.drained:
             return ScrapeResult(failure=("drained_endpoint", DRAINED_COUNTERS_DETAIL), stop=True)

@@ -50,7 +50,8 @@ class WriterWatch:
             return
         if pid in self._seen and self._last is not None:
             self._say(f"spec lines from pids {self._last} and {pid}, interleaved")
-        self._seen.add(pid)
+        if len(self._seen) < 4096:  # bounded: a log of a million pids keeps the first 4096
+            self._seen.add(pid)
         self._last = pid
 
     def spec_line_at(self, pid: int | None, engine: str, logged: float | None, seconds: float | None) -> None:
@@ -58,7 +59,8 @@ class WriterWatch:
         if logged is None:
             return
         before = self._logged.get((pid, engine))
-        self._logged[(pid, engine)] = logged
+        if before is not None or len(self._logged) < 4096:  # bounded, as the pids are
+            self._logged[(pid, engine)] = logged
         if before is not None and overlapping(logged - before, float("nan") if seconds is None else seconds):
             self._say(self._overlap(pid, engine, logged - before, seconds))
 

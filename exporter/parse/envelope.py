@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from exporter.parse.anchor import unquoted
 from exporter.parse.json_log import looks_like_json_record, parse_json_record
 from exporter.records import LogEnvelope
 
@@ -104,7 +105,8 @@ def split_records(text: str) -> list[str] | None:
     first = _RECORD_START.search(clean)  # the line's own envelope (after any VLLM_LOGGING_PREFIX)
     if first is None:
         return None
-    starts = [m.start() for m in _RECORD_START.finditer(clean, first.end())]
+    # a record begins outside the quoted text of the one before it (a prompt or output logged as a repr: anchor.py)
+    starts = unquoted(clean, [m.start() for m in _RECORD_START.finditer(clean, first.end())])
     if not starts:
         return None
     bounds = [0, *starts, len(clean)]

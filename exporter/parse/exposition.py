@@ -33,6 +33,7 @@ _FAMILY_PREFIXES = {
     "trtllm": "trtllm_spec",
     "sglang": "sglang:spec_",
 }
+PROCESS_START = "process_start_time_seconds"  # prometheus_client's process collector (vLLM's API server exports it)
 # Text format 0.0.4: name{label="value",…} value [timestamp]; label values escape \\ \" \n.
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _PLAIN_LABELS = re.compile(r'(?:[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"[^"\\]*"[ \t]*,)*(?:[ \t]*[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"[^"\\]*"[ \t]*)?')
@@ -74,6 +75,7 @@ class ExpositionSnapshot:
     counters: dict[tuple[str, str], CounterSet] = field(default_factory=dict)
     sampled: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
+    started: float | None = None  # process_start_time_seconds: which server answered, with `_created` (intervals/instances.py)
 
     @property
     def empty(self) -> bool:
@@ -222,6 +224,9 @@ def parse_exposition(text: str, engine: str | None = None) -> ExpositionSnapshot
     reader = {"vllm": _read_vllm, "llamacpp": _read_vllm, "trtllm": _read_trtllm, "sglang": _read_sglang}[kind]
     for name, labels, value in spec_samples(text, _FAMILY_PREFIXES[kind]):
         reader(snapshot, name, labels, value)
+    for name, _, value in spec_samples(text, PROCESS_START):
+        if name == PROCESS_START:
+            snapshot.started = value
     if kind == "vllm" and snapshot.counters:
         _read_vllm_load(snapshot, text)
     return snapshot

@@ -12,6 +12,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from exporter.parse.anchor import continues
+from exporter.parse.envelope import parse_envelope, strip_ansi
+from exporter.parse.vllm_log import logo_version
+
+CONTINUED_PREFIX_BYTES = 4096  # of a line before a continued one: its prefix (process, VLLM_LOGGING_PREFIX, level, stamp, file)
+
 # Substrings that every line worth parsing contains; the interpreter decides what each hit is.
 MARKERS: tuple[str, ...] = (
     "metrics: ",  # V1 `SpecDecoding metrics: `, V0 `Speculative metrics: `
@@ -54,7 +60,8 @@ def _shared_database() -> Any:
 
 
 class LineScanner:
-    """Cuts the lines holding a marker out of a block of complete lines. One per thread."""
+    """Cuts the lines holding a marker out of a block of complete lines. One per thread (and per
+    upstream: it remembers how the previous block ended, for a record continued across blocks)."""
 
     def __init__(self, max_line_bytes: int) -> None:
         self.max_line_bytes = max_line_bytes
@@ -63,12 +70,17 @@ class LineScanner:
         self._database = _shared_database()
         self._scratch = hyperscan.Scratch(self._database)  # a scratch space is not thread-safe
         self.too_long = 0
+        self._last_line = b""  # the previous block's last line, where it ended with \r (a message went on)
 
     def scan(self, block: bytes) -> list[str]:
-        """The decoded lines of `block` (lines joined by b"\\n") that contain a marker, in order."""
+        """The decoded lines of `block` (lines joined by b"\\n") that contain a marker, in order —
+        not those continuing another record's message (anchor.continues), but for the logo's version."""
         ends: list[int] = []
         self._database.scan(block, match_event_handler=lambda _id, _start, end, _flags, _ctx: ends.append(end),
                             scratch=self._scratch)
+        previous_block_line, self._last_line = self._last_line, block[block.rfind(b"\n") + 1 :][:CONTINUED_PREFIX_BYTES]
+        if not self._last_line.endswith(b"\r"):
+            self._last_line = b""
         if not ends:
             return []
         if len(ends) > 1:
@@ -87,5 +99,17 @@ class LineScanner:
                 self.too_long += 1
                 continue
             text = block[start:line_end].decode("utf-8", errors="replace")
+            if (start >= 2 and block[start - 2] == 13) or (start == 0 and previous_block_line):  # after a line ending in \r
+                previous = block[rfind(b"\n", 0, start - 1) + 1 : start - 1] if start else previous_block_line
+                if _continued(previous[:CONTINUED_PREFIX_BYTES].decode("utf-8", errors="replace"), text):
+                    continue
             lines.append(text[:-1] if text.endswith("\r") else text)
         return lines
+
+
+def _continued(previous: str, line: str) -> bool:
+    """A line that continues another record's message (read as nothing), unless it is the logo's version line."""
+    if not continues(strip_ansi(previous), strip_ansi(line)):
+        return False
+    envelope = parse_envelope(line)
+    return envelope is None or not logo_version(envelope.message)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exporter.limits import MAX_POSITIONS
 from exporter.parse.envelope import may_hold_two_records
 from exporter.parse.vllm_log import LOAD_FIELDS, PER_POSITION_KEY
 
@@ -90,6 +91,8 @@ def _columns(rows: list[tuple[str, ...]]) -> tuple[BlockLines, np.ndarray]:
     (pid_text, stamps, engine_text, iteration_text, prompt_text, generation_text, running_text, waiting_text,
      mean_text, throughput_text, accepted_text, drafted_text, items, percent_text) = zip(*rows, strict=True)
     spec = np.fromiter(map(bool, mean_text), bool, n)
+    if spec.any():  # a line with more positions than any drafter (limits.py) is the line parser's to refuse, before any array is that wide
+        spec &= np.fromiter((text.count(",") < MAX_POSITIONS for text in items), bool, n)
     iteration = np.fromiter(map(bool, iteration_text), bool, n)
     marker = np.fromiter(map(bool, engine_text), bool, n) & ~iteration
     distinct = set(pid_text)

@@ -20,12 +20,14 @@ import ast
 import re
 from typing import Any
 
+from exporter.limits import MAX_COUNT, MAX_POSITIONS
 from exporter.records import EngineLoad, EngineMarker, ParsedSpecLine, SpecConfig
 from exporter.vocabulary import LogProblem
 
 V0_PREFIX = "Speculative metrics: "
 V1_PREFIX = "SpecDecoding metrics: "
 SPEC_MARKERS = (V0_PREFIX, V1_PREFIX)
+MAX_COUNT_DIGITS = len(str(MAX_COUNT))  # a longer number is refused before int() reads it
 PER_POSITION_KEY = "Per-position acceptance rate"
 TRUNCATED: LogProblem = "truncated"
 # Lines printed near the spec line that are not spec-decode counts: the `format` they are counted
@@ -78,8 +80,8 @@ def _int(pairs: dict[str, str], key: str) -> int:
     if raw is None:
         raise SpecLineError("missing_field", key)
     token = raw.split()[0] if raw.split() else ""
-    if not token.isdigit():
-        raise SpecLineError("bad_value", f"{key}={raw!r}")
+    if not token.isdigit() or len(token) > MAX_COUNT_DIGITS or int(token) > MAX_COUNT:  # what a counter can hold (limits.py)
+        raise SpecLineError("bad_value", f"{key}={raw[:40]!r}")
     return int(token)
 
 
@@ -104,6 +106,8 @@ def _positions(message: str) -> tuple[str, tuple[float, ...] | None]:
             raise SpecLineError("bad_value", PER_POSITION_KEY)
         return message, None
     items = match[1]
+    if items.count(",") >= MAX_POSITIONS:
+        raise SpecLineError("bad_value", f"{PER_POSITION_KEY} longer than {MAX_POSITIONS} positions")
     rates = tuple(float(item) for item in re.split(_ITEM_SEPARATOR, items)) if items else ()
     if any(not 0.0 <= rate <= 1.0 for rate in rates):
         raise SpecLineError("bad_value", f"{PER_POSITION_KEY} outside 0..1")
@@ -126,8 +130,10 @@ def _parse_v1e(body: str) -> ParsedSpecLine | None:
     if match is None:
         return None
     mean_length, throughput, accepted, drafted, items, percent = match.groups()
+    if len(accepted) > MAX_COUNT_DIGITS or len(drafted) > MAX_COUNT_DIGITS or items.count(",") >= MAX_POSITIONS:
+        return None  # let the general reader name the error (bad_value)
     rates = tuple(map(float, items.split(", "))) if items else ()
-    if not all(0.0 <= rate <= 1.0 for rate in rates):
+    if not all(0.0 <= rate <= 1.0 for rate in rates) or int(accepted) > MAX_COUNT or int(drafted) > MAX_COUNT:
         return None  # let the general reader name the error
     return ParsedSpecLine(
         variant="V1-e",
@@ -457,13 +463,25 @@ V1_RUNNER = "Model Runner V2 does not yet support"  # vLLM ≥ 0.32 fell back to
 # serving model %s` (entrypoints/.../startup.py:38 in 0.33 and 0.34), and the logo's `version %s`
 # line (a continuation line of a multi-line record, without an envelope; 0.11+).
 _BANNER = re.compile(r"vLLM (?:API )?server version (?P<version>[0-9][^\s,]*)")
-_LOGO_VERSION = re.compile(r"[█▀▄]\s+version\s+(?P<version>[0-9]\S*)\s*$")
+_LOGO_VERSION = re.compile(r"[\s█▀▄]*[█▀▄]\s+version\s+(?P<version>[0-9]\S*)\s*$")
 
 
-def parse_version_banner(text: str) -> str | None:
-    """The server version from a banner line or the logo's version line (ANSI already stripped)."""
-    match = _BANNER.search(text) or _LOGO_VERSION.search(text)
-    return None if match is None else match["version"]
+def parse_version_banner(text: str, *, bare: bool = False) -> str | None:
+    """The server version from a banner message or the logo's version line (ANSI already stripped),
+    where vLLM's logger puts them: at the message's start (parse/anchor.py). `bare`: a line without
+    an envelope, whose unknown prefix may come first — but no quote (then it is some other message's text)."""
+    if not bare:
+        match = _BANNER.match(text) or _LOGO_VERSION.match(text)
+        return None if match is None else match["version"]
+    found = _BANNER.search(text) or _LOGO_VERSION.search(text)
+    if found is None or any(quote in text[: found.start()] for quote in "'\"`"):
+        return None
+    return found["version"]
+
+
+def logo_version(text: str) -> bool:
+    """Is this message the startup logo's version line (the one continuation line read, anchor.py)?"""
+    return _LOGO_VERSION.match(text) is not None
 
 
 def parse_config_message(message: str) -> SpecConfig | None:

@@ -1,4 +1,5 @@
-"""The plugin's JSON-lines records: written inside vLLM, read by the sidecar. Standard library only.
+"""The plugin's JSON-lines records: written inside vLLM, read by the sidecar. Standard library only (and
+exporter/limits.py's two numbers: what a record's counts and lists may hold).
 
 Every line is one JSON object with `"specdecode_plugin": <version>` first, so a reader recognises a
 record by content (the scanner's marker) whatever the file is called:
@@ -20,6 +21,8 @@ import json
 import math
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+from exporter.limits import MAX_COUNT, MAX_POSITIONS
 
 MARK = "specdecode_plugin"
 VERSION = 1
@@ -63,16 +66,21 @@ class PluginConfig:
     vllm_version: str | None
 
 
+def _counted(value: object) -> TypeGuard[int]:
+    """A count a counter can hold (exporter/limits.py): a 400-digit one failed every /metrics render."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
 def _count(record: dict[str, Any], key: str) -> int:
     value = record.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not _counted(value):
         raise RecordError("bad_value")
     return value
 
 
 def _counts(record: dict[str, Any], key: str) -> tuple[int, ...]:
     values = record.get(key, [])
-    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+    if not isinstance(values, list) or len(values) > MAX_POSITIONS or not all(map(_counted, values)):
         raise RecordError("bad_value")
     return tuple(values)
 

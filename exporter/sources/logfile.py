@@ -36,7 +36,6 @@ continues where that file was read to.
 from __future__ import annotations
 
 import errno
-import glob
 import hashlib
 import logging
 import os
@@ -47,14 +46,15 @@ from typing import BinaryIO
 
 from exporter.sources.ledger import Ledger, ReadTo
 from exporter.sources.linebuffer import DEFAULT_MAX_LINE_BYTES, LineBuffer
-from exporter.sources.position import FilePosition, before_offset, matches, prefix_crc
+from exporter.sources.position import FINGERPRINT_BYTES, FilePosition, before_offset, matches, prefix_crc, sample_of
+from exporter.sources.regular import open_regular
+from exporter.sources.resume import COMPRESSED, copied_while_stopped
+from exporter.sources.siblings import siblings
 
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 1 << 20
 TAIL_CHECK_BYTES = 64  # how many bytes before the offset must still match to rule out a rewrite
-FINGERPRINT_BYTES = 256  # a file is recognised by its inode and first bytes (inodes get reused)
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")  # rotated copies we cannot read as text
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -110,6 +110,8 @@ class FollowedFile:
         self._final: FilePosition | None = None  # where reading stood when the file was last closed
         self.error: str | None = None  # why the path exists but cannot be read (said once in the log)
         self._tail = b""  # the last bytes read, ending at _offset
+        # ((file, committed), its before_offset, its sample): position()'s reads, kept while reading stands still
+        self._marks: tuple[tuple[tuple[int, int], int], str, str] | None = None
         self._head = b""  # the file's first bytes as read, to recognise a copy of it (copytruncate)
         self._start_at_end = start_at_end  # only for the file that exists when we start
         self.exists = False
@@ -145,8 +147,10 @@ class FollowedFile:
             modified = os.fstat(self._fd).st_mtime_ns
         except OSError:
             modified = None
+        if self._marks is None or self._marks[0] != (self._identity, committed):  # a save a second: read only where reading moved on
+            self._marks = ((self._identity, committed), before_offset(self._file, committed), sample_of(self._fd, committed))
         return FilePosition(self.path, fingerprint, length, committed, counters.rotations, counters.truncations, self._identity[1],
-                            modified, before_offset(self._file, committed), self._committed_crc)
+                            modified, self._marks[1], self._committed_crc, self._marks[2])
 
     def poll(self) -> Iterator[bytes | _FileReplaced]:
         """Yield the new complete lines as blocks (lines joined by b"\\n"), and FILE_REPLACED at a rotation."""
@@ -214,27 +218,31 @@ class FollowedFile:
         """First poll after a restart: continue where the saved position says, wherever that file is now."""
         position, self._resume = self._resume, None
         assert position is not None
+        found = None
         if matches(self.path, position):
-            if self._open_at(self.path, position.offset):
-                log.info("resuming log path=%s offset=%d", self.path, position.offset)
-            return
+            found = copied_while_stopped(self.path, position)
+            if found is None:
+                if self._open_at(self.path, position.offset, position.prefix_crc):
+                    log.info("resuming log path=%s offset=%d", self.path, position.offset)
+                return
+            log.info("log copied and truncated while stopped, grown back past the saved offset path=%s copy=%s", self.path, found)
         # rotated while we were down: finish the old file (now a sibling such as .2) from the saved
         # offset, then every file rotated after it (.1), oldest first, then the current one
-        siblings = self._siblings(self.path)
-        found = next((candidate for candidate in siblings if matches(candidate, position)), None)
+        others = siblings(self.path)
+        found = found or next((candidate for candidate in others if matches(candidate, position)), None)
         if found is None and position.inode is not None and getattr(_stat(self.path), "st_ino", None) == position.inode:
             # copied and truncated while we were down: the file stayed (emptied); our rest is in the
             # copy that holds exactly what we read — the first one made after our position was saved
             # (a later copy matches only if the log repeated itself byte for byte)
-            copies = [(os.stat(c).st_mtime_ns, c) for c in siblings if matches(c, position, any_inode=True)]
+            copies = [(os.stat(c).st_mtime_ns, c) for c in others if matches(c, position, any_inode=True)]
             after = [copy for copy in copies if position.modified_ns is None or copy[0] >= position.modified_ns]
             found = min(after, default=max(copies, default=(0, None)))[1]
-        if found is not None and self._open_at(found, position.offset):
+        if found is not None and self._open_at(found, position.offset, position.prefix_crc):
             log.info("finishing a file rotated while stopped rotated=%s offset=%d", found, position.offset)
             opened = os.fstat(self._fd)
-            yield from self._finish_rotated(siblings, opened.st_ino, opened.st_mtime_ns)
+            yield from self._finish_rotated(others, opened.st_ino, opened.st_mtime_ns)
             return
-        later = self._rotated_after(siblings, None, position.modified_ns, _stat(self.path)) if position.modified_ns is not None else []
+        later = self._rotated_after(others, None, position.modified_ns, _stat(self.path)) if position.modified_ns is not None else []
         if later and self._open_at(later[0], 0):
             # the saved file itself was rotated and deleted while we were down (rotate 1, or a slow
             # restart): its rest is lost, but every file rotated after it is read, oldest first
@@ -242,19 +250,19 @@ class FollowedFile:
                         "path=%s", len(later), self.path)
             self.counters.rotations += 1
             opened = os.fstat(self._fd)
-            yield from self._finish_rotated(siblings, opened.st_ino, opened.st_mtime_ns)
+            yield from self._finish_rotated(others, opened.st_ino, opened.st_mtime_ns)
             return
         if os.path.exists(self.path):
             log.warning("saved log position matches no file; reading the current one from its start path=%s", self.path)
             self.counters.rotations += 1
 
-    def _finish_rotated(self, siblings: list[str], first_inode: int, first_modified_ns: int) -> Iterator[bytes | _FileReplaced]:
+    def _finish_rotated(self, candidates: list[str], first_inode: int, first_modified_ns: int) -> Iterator[bytes | _FileReplaced]:
         """Read the open rotated file to its end, then every file rotated after it, then follow the current one."""
         try:  # the current file, held from now: a rotation during this catch-up cannot skip it
-            current: BinaryIO | None = open(self.path, "rb")  # noqa: SIM115 - becomes the followed file
+            current: BinaryIO | None = open_regular(self.path)
         except OSError:
             current = None
-        later = self._rotated_after(siblings, first_inode, first_modified_ns, os.fstat(current.fileno()) if current is not None else None)
+        later = self._rotated_after(candidates, first_inode, first_modified_ns, os.fstat(current.fileno()) if current is not None else None)
         for rotated in [None, *later]:  # None: the file open now
             if rotated is not None and not self._open_at(rotated, 0):
                 continue
@@ -266,7 +274,7 @@ class FollowedFile:
         if current is not None:
             self._adopt(current, 0)  # poll() reads it next, or finishes it if rotated meanwhile
 
-    def _rotated_after(self, siblings: list[str], first_inode: int | None, first_modified_ns: int, last: os.stat_result | None) -> list[str]:
+    def _rotated_after(self, candidates: list[str], first_inode: int | None, first_modified_ns: int, last: os.stat_result | None) -> list[str]:
         """The files rotated after the first one (an open file, or a gone one last known modified at
         `first_modified_ns`) and before the current one (`last`), oldest first.
 
@@ -274,19 +282,14 @@ class FollowedFile:
         (.1 .2, dates, kubelet's symlink targets); compressed copies cannot be read and are skipped."""
         skip = ({first_inode} if first_inode is not None else set()) | ({last.st_ino} if last is not None else set())
         found = []
-        for candidate in siblings:
+        for candidate in candidates:
             stat = _stat(candidate)
-            if stat is None or stat.st_ino in skip or candidate.endswith(_COMPRESSED) or not candidate.startswith(self.path):
+            if stat is None or stat.st_ino in skip or candidate.endswith(COMPRESSED) or not candidate.startswith(self.path):
                 continue
             if first_modified_ns <= stat.st_mtime_ns <= (last.st_mtime_ns if last is not None else stat.st_mtime_ns):
                 skip.add(stat.st_ino)  # a file twice among the siblings (a link) is read once
                 found.append((stat.st_mtime_ns, candidate))
         return [candidate for _, candidate in sorted(found)]
-
-    def _siblings(self, path: str) -> list[str]:
-        """Files a rotation may have moved `path` to (path.1, path-2026…, path.gz is skipped by content)."""
-        found = sorted(glob.glob(glob.escape(path) + "*")) + sorted(glob.glob(glob.escape(path.rsplit(".", 1)[0]) + "*"))
-        return [candidate for candidate in dict.fromkeys(found) if candidate != path]
 
     def _finish_copy(self) -> Iterator[bytes]:
         """copytruncate: what was written after our last read is in the copy; read it from our offset.
@@ -296,9 +299,9 @@ class FollowedFile:
         if not self._offset or not self._head:
             return
         copies = []
-        for candidate in self._siblings(self.path):
+        for candidate in siblings(self.path):
             try:
-                with open(candidate, "rb") as copy:
+                with open_regular(candidate) as copy:
                     stat = os.fstat(copy.fileno())
                     if stat.st_size < self._offset or copy.read(len(self._head)) != self._head:
                         continue
@@ -314,7 +317,7 @@ class FollowedFile:
             return
         candidate = max(copies)[1]
         try:
-            with open(candidate, "rb") as copy:
+            with open_regular(candidate) as copy:
                 stat, crc, offset = os.fstat(copy.fileno()), self._crc, self._offset
                 while chunk := os.pread(copy.fileno(), READ_CHUNK, offset):
                     crc, offset = zlib.crc32(chunk, crc), offset + len(chunk)
@@ -327,14 +330,15 @@ class FollowedFile:
             return
         log.info("log file copied and truncated; read the rest from the copy copy=%s", candidate)
 
-    def _open_at(self, path: str, offset: int) -> bool:
+    def _open_at(self, path: str, offset: int, crc: int | None = None) -> bool:
+        """Follow `path` from `offset` (`crc`: of the bytes before it, as saved: they are not read again)."""
         try:
-            handle = open(path, "rb")  # noqa: SIM115 - kept open across polls on purpose
+            handle = open_regular(path)  # kept open across polls on purpose
         except OSError:
             return False
-        return self._adopt(handle, offset)
+        return self._adopt(handle, offset, crc)
 
-    def _adopt(self, handle: BinaryIO, offset: int) -> bool:
+    def _adopt(self, handle: BinaryIO, offset: int, crc: int | None = None) -> bool:
         """Follow the open `handle` from `offset`, or further if the ledger knows it was read further
         (under another name, or as the file it is a copy of); False (and closed) if it is another
         follower's to read."""
@@ -348,12 +352,12 @@ class FollowedFile:
         if resume[0] > offset:
             self._seek(*resume)
         else:
-            self._seek(offset)
+            self._seek(offset, crc if offset else None)
         return True
 
     def _open(self, identity: tuple[int, int], size: int) -> bool:
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - kept open across polls on purpose
+            handle = open_regular(self.path)  # kept open across polls on purpose
         except FileNotFoundError:
             return False
         except OSError as error:

@@ -19,6 +19,7 @@ anew at every wake-up, not the lines themselves.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import logging
 import os
@@ -32,6 +33,9 @@ from exporter.sources.consumer import LogConsumer, LogConsumerFactory
 from exporter.sources.ledger import Ledger
 from exporter.sources.logfile import FollowedFile
 from exporter.sources.position import FilePosition
+from exporter.sources.regular import open_regular
+from exporter.sources.resume import reserve
+from exporter.sources.siblings import forget as forget_listings
 from exporter.sources.wake import EventWaker, Waker, file_waker
 from exporter.sources.written import born_at
 
@@ -166,12 +170,23 @@ class LogSource:
     def _expand(pattern: str) -> list[str]:
         return sorted(glob.glob(pattern)) if _has_magic(pattern) else [pattern]
 
+    def _paths(self, pattern: str) -> list[str]:
+        """The paths of `pattern` to follow: its saved positions first (a glob-matched file may be
+        between a rotation's rename and its new file's creation: gone from the glob, yet where the
+        rotated file's reading stands), then what it matches now."""
+        restored = dict.fromkeys(path for path in self._restored if path == pattern or (pattern in self._globs and fnmatch.fnmatch(path, pattern)))
+        return [*restored, *(path for path in self._expand(pattern) if path not in restored)]
+
     def poll_once(self) -> None:
         """Read everything new in every followed file."""
+        forget_listings()  # a pass sees its directories as they are now
+        first = self._first_pass
+        if first:
+            reserve(self._ledger, self._restored.values())  # each saved position's file is its own path's to read
         for pattern in self.patterns:
             if pattern in self._files and pattern not in self._globs:
                 continue  # a plain path, followed already: nothing to expand
-            paths = self._expand(pattern)
+            paths = self._paths(pattern)
             self._matched(pattern, bool(paths))
             for path in paths:
                 if path not in self._files:
@@ -180,6 +195,11 @@ class LogSource:
         for followed, pipeline in self._files.values():
             for item in followed.poll():  # blocks of at most one read chunk: bounded during a catch-up
                 self._queue(pipeline, item)
+        if first:
+            self._ledger.settle()
+            for path in self._restored:  # followed by no --log any more
+                log.warning("saved log position of a path no --log matches, forgotten path=%s", path)
+            self._restored.clear()
         self._retire()
         with self._pending_lock:
             if not self._pending or self.defer <= 0 or time.monotonic() - self._pending_since >= self.defer:
@@ -277,7 +297,7 @@ class LogSource:
     def _prime(path: str, pipeline: LogConsumer) -> None:
         """Learn the speculative config from the head of a file we will read from its end."""
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 head = handle.read(PRIME_BYTES)
         except OSError:
             return
@@ -290,7 +310,7 @@ class LogSource:
         written, which tells the zone of its stamps (intervals/clock.py) — with its first bytes and
         birth time, which tell whether the file is the server's own or a copy (sources/written.py)."""
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 stat = os.fstat(handle.fileno())
                 born = born_at(handle.fileno())
                 head = handle.read(ZONE_TAIL_BYTES)

@@ -1,9 +1,15 @@
 """Where reading a log file stopped, and how a file is recognised again after a restart.
 
 A file is recognised by its inode, its first bytes, the bytes just before the offset and a
-checksum of every byte before the offset (inodes get reused; logs often start alike, and copies
-of a copytruncated log can share their first bytes and their last line). Only a copy holding
-exactly what was read up to the offset is taken for the file. sources/logfile.py uses this to resume.
+sample of blocks spread over the bytes before it (inodes get reused; logs often start alike, and
+copies of a copytruncated log can share their first bytes and their last line). Recognising a file
+reads these bytes only — at most FINGERPRINT_BYTES + BEFORE_OFFSET_BYTES + SAMPLE_BLOCKS ×
+SAMPLE_BYTES (4.4 KiB), never the whole prefix of a long log. The crc32 of every byte before the
+offset is kept too: reading continues it, so a copy can be told from another while following
+(copytruncate), and a resumed file need not be read again to know it. sources/logfile.py uses this to resume.
+
+A saved position is checked when it is read back: a hand-edited `fingerprint_length` of −1 must not
+read a whole log into memory, nor a negative offset seek before the file's start.
 """
 
 from __future__ import annotations
@@ -13,9 +19,13 @@ import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, TypeGuard, TypeVar
+
+from exporter.sources.regular import open_regular
 
 T = TypeVar("T")
+FINGERPRINT_BYTES = 256  # a file is recognised by its inode and first bytes (inodes get reused)
+SAMPLE_BLOCKS, SAMPLE_BYTES = 16, 256
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,9 @@ class FilePosition:
     # crc32 of every byte before `offset`: copies of a copytruncated log whose first bytes and last
     # line repeat (access lines carry no time) still differ somewhere before it; None in older positions
     prefix_crc: int | None = None
+    # sha256 of SAMPLE_BLOCKS blocks spread over the bytes before `offset` (sample_of): what resuming
+    # checks instead of reading the whole prefix again; None in older positions
+    sample: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -50,13 +63,14 @@ class FilePosition:
         passed over, so an upgrade resumes where the old version stopped. TypeError if a field is
         missing or of the wrong type."""
         inode, modified, before = entry.get("inode"), entry.get("modified_ns"), entry.get("before_offset")
-        crc = entry.get("prefix_crc")
+        crc, sample = entry.get("prefix_crc"), entry.get("sample")
         return cls(
             path=_typed(entry, "path", str), fingerprint=_typed(entry, "fingerprint", str),
-            fingerprint_length=_typed(entry, "fingerprint_length", int), offset=_typed(entry, "offset", int),
-            rotations=_typed(entry, "rotations", int, 0), truncations=_typed(entry, "truncations", int, 0),
-            inode=inode if isinstance(inode, int) else None, modified_ns=modified if isinstance(modified, int) else None,
-            before_offset=before if isinstance(before, str) else None, prefix_crc=crc if isinstance(crc, int) else None,
+            fingerprint_length=_count(entry, "fingerprint_length", FINGERPRINT_BYTES), offset=_count(entry, "offset"),
+            rotations=_count(entry, "rotations", default=0), truncations=_count(entry, "truncations", default=0),
+            inode=inode if _whole(inode) else None, modified_ns=modified if _whole(modified) else None,
+            before_offset=before if isinstance(before, str) else None, prefix_crc=crc if _whole(crc) else None,
+            sample=sample if isinstance(sample, str) else None,
         )
 
 
@@ -64,6 +78,19 @@ def _typed(entry: Mapping[str, object], name: str, kind: type[T], default: T | N
     value = entry.get(name, default)
     if not isinstance(value, kind):
         raise TypeError(f"saved position: {name} is {value!r}, not {kind.__name__}")
+    return value
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _count(entry: Mapping[str, object], name: str, most: int | None = None, default: int | None = None) -> int:
+    """A whole number ≥ 0 (and ≤ `most`); TypeError (the entry is refused) for anything else."""
+    value = entry.get(name, default)
+    if not _whole(value) or (most is not None and value > most):
+        bound = f"0 … {most}" if most is not None else "≥ 0"
+        raise TypeError(f"saved position: {name} is {value!r}, not a whole number {bound}")
     return value
 
 
@@ -92,12 +119,26 @@ def prefix_crc(fd: int, length: int, start: int = 0, crc: int = 0) -> int | None
     return crc
 
 
+def sample_of(fd: int, offset: int) -> str:
+    """sha256 of SAMPLE_BLOCKS blocks of SAMPLE_BYTES spread evenly over the bytes before `offset`
+    (all of them when there are fewer): a file rewritten in its middle differs here."""
+    digest = hashlib.sha256()
+    if offset <= SAMPLE_BLOCKS * SAMPLE_BYTES:
+        digest.update(os.pread(fd, offset, 0))
+    else:
+        step = (offset - SAMPLE_BYTES) // (SAMPLE_BLOCKS - 1)
+        for index in range(SAMPLE_BLOCKS):
+            digest.update(os.pread(fd, SAMPLE_BYTES, index * step))
+    return digest.hexdigest()
+
+
 def matches(path: str, position: FilePosition, *, any_inode: bool = False) -> bool:
     """Is the file at `path` the one `position` was taken in (same inode unless `any_inode`, first
-    bytes, bytes before the offset and every byte before it equal)? `any_inode` recognises a copy of it (copytruncate)."""
+    bytes, bytes before the offset and the sample of the bytes before it equal)? `any_inode`
+    recognises a copy of it (copytruncate). Reads at most the fingerprint's bytes (the module's doc)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(position.fingerprint_length)
+        with open_regular(path) as handle:
+            data = os.pread(handle.fileno(), position.fingerprint_length, 0)
             stat = os.fstat(handle.fileno())
             same_file = any_inode or position.inode in (None, stat.st_ino)
             fingerprint = len(data) == position.fingerprint_length and hashlib.sha256(data).hexdigest() == position.fingerprint
@@ -105,7 +146,6 @@ def matches(path: str, position: FilePosition, *, any_inode: bool = False) -> bo
                 return False
             if position.before_offset is not None and before_offset(handle, position.offset) != position.before_offset:
                 return False
-            # last, as it reads the whole prefix: only files that pass every cheap check get here
-            return position.prefix_crc is None or prefix_crc(handle.fileno(), position.offset) == position.prefix_crc
+            return position.sample is None or sample_of(handle.fileno(), position.offset) == position.sample
     except OSError:
         return False

@@ -23,7 +23,7 @@ from exporter.sources.wake import file_waker
 
 log = logging.getLogger(__name__)
 
-_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")  # fullmatch: `$` would let a trailing newline through
 
 
 class TargetsError(ValueError):
@@ -65,7 +65,10 @@ def parse_targets_file(text: str, source: str) -> list[Target]:
             raise TargetsError(f"{source}: group {index}: `labels` must be a mapping")
         scheme = str(labels.get("__scheme__", "http"))
         path = str(labels.get("__metrics_path__", "/metrics"))
-        kept = {str(k): str(v) for k, v in labels.items() if not str(k).startswith("__") and _LABEL_NAME.match(str(k))}
+        for name in labels:  # a name such as `team\n` would make the whole /metrics unparsable: refused, as Prometheus refuses it
+            if not _LABEL_NAME.fullmatch(str(name)):
+                raise TargetsError(f"{source}: group {index}: {str(name)!r} is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)")
+        kept = {str(k): str(v) for k, v in labels.items() if not str(k).startswith("__")}
         for address in group.get("targets", []):
             address = str(address)
             if "://" in address or "/" in address:

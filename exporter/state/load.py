@@ -143,18 +143,26 @@ class LoadProfile:
                            accepted=int(columns.accepted[rows].sum()), draft_tokens=int(columns.draft_tokens[rows].sum()),
                            accepted_per_position=tuple(columns.positions[rows, :k].sum(axis=0).tolist()))
             known = table.get(int(value), LoadSums())
-            table[int(value)] = merged(known, add)
+            table[int(value)] = combined(known, add)
         return LoadProfile(tuple(sorted(table.items())))
 
 
-def merged(left: LoadSums, right: LoadSums) -> LoadSums:
+def combined(left: LoadSums, right: LoadSums, sign: int = 1) -> LoadSums:
+    """left ± right (the float sums clamped at 0, as LoadSums.plus clamps them)."""
     return replace(
         left,
-        intervals=left.intervals + right.intervals, seconds=left.seconds + right.seconds, generated=left.generated + right.generated,
-        running=left.running + right.running, drafts=left.drafts + right.drafts, accepted=left.accepted + right.accepted,
-        draft_tokens=left.draft_tokens + right.draft_tokens,
-        accepted_per_position=_added(left.accepted_per_position, right.accepted_per_position, 1),
+        intervals=left.intervals + sign * right.intervals, seconds=max(0.0, left.seconds + sign * right.seconds),
+        generated=max(0.0, left.generated + sign * right.generated), running=max(0.0, left.running + sign * right.running),
+        drafts=left.drafts + sign * right.drafts, accepted=left.accepted + sign * right.accepted,
+        draft_tokens=left.draft_tokens + sign * right.draft_tokens,
+        accepted_per_position=_added(left.accepted_per_position, right.accepted_per_position, sign),
     )
+
+
+def with_interval(sums: LoadSums, interval: Interval) -> LoadSums:
+    """`sums` plus one interval's load, if it printed one (what Totals.plus adds)."""
+    found = load_of(interval)
+    return sums if found is None else sums.plus(*found, interval)
 
 
 def columns_load(sums: LoadSums, columns: IntervalColumns) -> LoadSums:

@@ -15,16 +15,20 @@ SIGTERM resumes exactly as one after kill -9 does.
 
 One writer per state dir: the keeper holds an exclusive lock (flock on `lock`, released by the
 kernel when the process ends, however it ends); a second sidecar on the same dir stops at start
-with an error naming the first one's pid, instead of both overwriting each other's positions.
+with an error naming the first one's pid, instead of both overwriting each other's positions. A
+lock that cannot be held — a read-only dir, no permission, a `lock` that is a directory or a
+symlink (never followed) — stops the sidecar at start with the reason: never run unlocked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -81,14 +85,21 @@ def save(directory: str, state: dict[str, Any], filename: str = FILENAME) -> Non
 
 def lock(directory: str) -> int:
     """Take the state dir for this process: the lock file's descriptor, held until closed (or the
-    process ends); -1 if the dir cannot be written (read-only, full: the sidecar runs on and says
-    that nothing is saved, as each save does). ConfigError if another process holds it."""
+    process ends). ConfigError if it cannot be held — another process holds it, or the dir cannot
+    be written (read-only, no permission, `lock` a directory or a symlink): a sidecar that ran on
+    unlocked would count every line twice beside a second one on the same dir."""
+    path = Path(directory) / LOCK
     try:
         os.makedirs(directory, exist_ok=True)
-        fd = os.open(Path(directory) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        # never through a symlink (its target would get our pid), never a directory or a FIFO
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as error:
-        log.warning("cannot lock the state dir, so another sidecar on it would go unnoticed dir=%s error=%s", directory, error)
-        return -1
+        why = "it is a symlink" if error.errno == errno.ELOOP else error.strerror or str(error)
+        raise ConfigError(f"--state-dir {directory}: cannot hold the lock {path} ({why}); the sidecar does not run unlocked "
+                          "(a second one on the same dir would count every line twice): give a dir this process can write") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"--state-dir {directory}: the lock {path} is not a regular file; remove it")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -115,13 +126,18 @@ def restore_counters(store: Store, saved: Mapping[str, object]) -> int:
     for entry in entries(saved, "series"):
         try:
             key, totals = SeriesKey(**entry["key"]), totals_from_json(entry["totals"])
-        except (TypeError, KeyError):
+            if not all(isinstance(part, str) for part in (key.upstream, key.model_name, key.engine, key.source)):
+                raise TypeError(f"saved series key: {entry['key']!r:.100}")
+        except (TypeError, KeyError) as error:  # the README promises a warning for every series that starts from zero
+            log.warning("saved series counters unusable, that series starts from zero entry=%.200r error=%s", entry, error)
             continue
-        store.restore_series(key, totals, counts_from_json(entry.get("variants", {})))
+        store.restore_series(key, totals, counts_from_json(entry.get("variants", {}), "format counts"))
         restored += 1
     for entry in entries(saved, "sources"):
-        if isinstance(entry, dict) and "upstream" in entry:
+        if isinstance(entry, dict) and isinstance(entry.get("upstream"), str):
             store.restore_counts(entry["upstream"], entry.get("kind", "log"), saved_counts(entry))
+        else:
+            log.warning("saved source counters unusable, that source starts from zero entry=%.200r", entry)
     return restored
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from exporter.records import Interval
+from exporter.state.fold import RECENT_FOLD_AT, drafts_unknown
 from exporter.state.periods import Period
 from exporter.state.reference import HEALTHY, UNHEALTHY, Bucket, Profile, ReferenceRule, SeriesMemory, add_counts, repeat_of, with_day
 
@@ -73,12 +74,14 @@ class _Rows:
         evict during the block, then one row with the sums of those it keeps throughout (never
         evicted here, so their order does not matter), then the block's. None: not covered."""
         k = int(columns.ks[0])
+        if len(window) + len(columns) >= RECENT_FOLD_AT:
+            return None  # the window may start folding by granule inside the block (state/fold.py): one at a time
         leaving, held, staying = window.split(float(columns.ends[-1]) - window.seconds)
         if (columns.ks != k).any() or len(held.accepted_per_position) not in (0, k) or columns.positions.shape[1] != k:
             return None
         if held.drafts_unknown or held.emitted_known or held.draft_tokens_per_position or (staying is not None and len(held.accepted_per_position) != k):
             return None
-        if any(i.drafts is None or len(i.accepted_per_position) != k for i in leaving):
+        if any(drafts_unknown(i) or len(i.accepted_per_position) != k for i in leaving):
             return None
         ends = [i.end for i in leaving]
         drafts, accepted = [i.drafts or 0 for i in leaving], [i.accepted_tokens for i in leaving]

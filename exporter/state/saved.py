@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from exporter.limits import MAX_COUNT, MAX_POSITIONS
 from exporter.records import SeriesKey
 from exporter.state.snapshot import SourceSnapshot
 from exporter.state.upstreams import SourceCounts
@@ -38,13 +38,13 @@ def totals_from_json(saved: Mapping[str, Any]) -> Totals:
         if name not in known:
             raise TypeError(f"saved totals: unknown field {name!r}")
         if name in ("accepted_per_position", "draft_tokens_per_position"):
-            if not isinstance(value, list) or not all(_count(item) for item in value):
-                raise TypeError(f"saved totals: {name} is {value!r}")
+            if not isinstance(value, list) or len(value) > MAX_POSITIONS or not all(_count(item) for item in value):
+                raise TypeError(f"saved totals: {name} is {value!r:.100}")
             values[name] = tuple(value)
         elif value is None and name in _OPTIONAL:
             values[name] = None
         elif not (_number(value) if name in _FLOATS else _count(value)):
-            raise TypeError(f"saved totals: {name} is {value!r}")
+            raise TypeError(f"saved totals: {name} is {value!r:.100}")
         else:
             values[name] = value
     if "accepted_per_position" not in values:
@@ -52,19 +52,25 @@ def totals_from_json(saved: Mapping[str, Any]) -> Totals:
     return Totals(**values)
 
 
-def counts_from_json(saved: object) -> Counter[str]:
-    """A saved name → count mapping; entries that are not one are dropped."""
+def counts_from_json(saved: object, what: str = "counts") -> Counter[str]:
+    """A saved name → count mapping; entries that are not one are dropped, each said in the log."""
     if not isinstance(saved, Mapping):
+        log.warning("saved %s unusable, starting them from zero saved=%.100r", what, saved)
         return Counter()
-    return Counter({str(name): count for name, count in saved.items() if _count(count)})
+    kept = Counter({str(name): count for name, count in saved.items() if _count(count)})
+    for name, count in saved.items():
+        if not _count(count):
+            log.warning("saved %s entry unusable, starting it from zero name=%.100s value=%.100r", what, name, count)
+    return kept
 
 
 def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A whole count a counter can hold (exporter/limits.py): `"lots"`, -5, 10**400 are not."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 1e15  # and so finite (NaN compares false)
 
 
 def source_json(source: SourceSnapshot) -> dict[str, object]:
@@ -83,10 +89,14 @@ def saved_counts(entry: Mapping[str, Any]) -> SourceCounts:
             log.warning("saved source counter unusable, starting it from zero upstream=%s field=%s value=%.100r",
                         entry.get("upstream"), name, value)
     return SourceCounts(lines=kept["lines"], spec_lines=kept["spec_lines"], resets=kept["resets"],
-                        problems=counts_from_json(entry.get("problems", {})), variants=counts_from_json(entry.get("variants", {})))
+                        problems=counts_from_json(entry.get("problems", {}), "problem counts"),
+                        variants=counts_from_json(entry.get("variants", {}), "format counts"))
 
 
 def entries(saved: Mapping[str, object], name: str) -> list[Any]:
-    """A list from the saved state, or none (a hand-edited or foreign file must not stop a restart)."""
+    """A list from the saved state, or none (a hand-edited or foreign file must not stop a restart: said in the log)."""
     found = saved.get(name, [])
-    return found if isinstance(found, list) else []
+    if isinstance(found, list):
+        return found
+    log.warning("saved %s unusable, starting them afresh saved=%.100r", name, found)
+    return []

@@ -19,7 +19,7 @@ import itertools
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -56,13 +56,15 @@ class CannotAcknowledge(AcknowledgeError):
 
 
 class _Series:
-    def __init__(self, key: SeriesKey, windows: Mapping[str, float], judged_seconds: float, trace: bool = False) -> None:
+    def __init__(self, key: SeriesKey, windows: Mapping[str, float], judged_seconds: float, restarts_seen: int = 0,
+                 trace: bool = False) -> None:
         self.key = key
+        self.restarts_seen = restarts_seen  # the upstream's restarts this series' memory has taken (Store._caught_up)
         self.trace = Trace() if trace else None  # its stretches, for a report written after the fact (analyze)
         self.memory = SeriesMemory()
         self.recent = RollingWindow(judged_seconds)  # evicted on the series' own clock, not the wall's
         self.lifetime = Totals()
-        self.windows = {name: RollingWindow(seconds) for name, seconds in windows.items()}
+        self.windows = {name: RollingWindow(seconds, granular=True) for name, seconds in windows.items()}  # read at /metrics: fold by granule
         self.last_update = 0.0
         self.variants: Counter[str] = Counter()
         self.runs: list[tuple[SpecIdentity, Totals]] = []  # the lifetime split where the speculative config changed
@@ -99,7 +101,11 @@ class Store:
         self.max_series = max_series
         self.clock = clock
         self._lock = threading.Lock()
-        self._series: dict[SeriesKey, _Series] = {}
+        # least recently updated first (an update moves a series to the end): the series cap drops from the front
+        self._series: OrderedDict[SeriesKey, _Series] = OrderedDict()
+        # server restarts per (upstream, source), taken by each series' memory when it is next used: a
+        # restart costs one count, not a pass over every series (20,000 startups in one log, 1,000 series)
+        self._restarts: Counter[tuple[str, str]] = Counter()
         self._configs: dict[str, SpecConfig] = {}
         self._upstreams: dict[str, Upstream] = {}
         self._samples: dict[SeriesKey, SampledValues] = {}
@@ -115,13 +121,29 @@ class Store:
         return self._pairs
 
     def _series_of(self, key: SeriesKey) -> _Series:
+        """The series of `key`, created if new, taken to the end of the cap's order (it is being updated)."""
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = _Series(key, self.window_seconds, self._judged_seconds, self._trace)
+            series = self._series[key] = _Series(key, self.window_seconds, self._judged_seconds, self._restarts[(key.upstream, key.source)], self._trace)
             if key in self._restored:
                 series.memory = self._restored.pop(key)
             self._enforce_cap()
+        else:
+            self._series.move_to_end(key)
+            self._caught_up(series)
         return series
+
+    def _caught_up(self, series: _Series) -> None:
+        """Give the series' memory the restarts of its upstream it has not taken yet (restarted() is
+        idempotent: several restarts without traffic between are one). Only a series that had traffic
+        in this process restarts, as when the restart was seen."""
+        restarts = self._restarts[(series.key.upstream, series.key.source)]
+        if series.restarts_seen != restarts:
+            series.restarts_seen = restarts
+            if series.last_update:
+                series.memory = restarted(series.memory)
+                if series.trace is not None:
+                    series.trace.cut("restart")
 
     def before_read(self, hook: Callable[[], None]) -> None:
         """Call `hook` before every snapshot and export: a source that batches its records (the log
@@ -190,6 +212,8 @@ class Store:
                 known = sorted({f"{s.key.model_name} (engine {s.key.engine}, {s.key.source}, {s.key.upstream})" for s in self._series.values()})
                 raise NoSuchSeries(f"no series matches {wanted}; known: {', '.join(known) or 'none'}")
             for s in chosen:
+                self._caught_up(s)
+            for s in chosen:
                 if identity is not None and s.memory.identity.conflicts(identity):
                     raise CannotAcknowledge(f"{key_text(s.key)} runs {s.memory.identity.describe()}, not {identity.describe()}")
             for s in chosen:
@@ -198,9 +222,9 @@ class Store:
             return [s.key for s in chosen]
 
     def _enforce_cap(self) -> None:
+        """Drop the least recently updated series beyond the cap (never the one just made: it is last)."""
         while len(self._series) > self.max_series:
-            oldest = min(self._series.values(), key=lambda s: s.last_update)
-            del self._series[oldest.key]
+            self._series.popitem(last=False)
             self.series_dropped += 1
 
     def record_sample(self, sample: SampledValues) -> None:
@@ -227,11 +251,8 @@ class Store:
         with self._lock:
             self.version += 1
             self._configs[upstream] = config
-            for series in self._series.values():
-                if series.key.upstream == upstream and series.key.source in RESTARTS_FROM_CONFIG and series.last_update:
-                    series.memory = restarted(series.memory)
-                    if series.trace is not None:
-                        series.trace.cut("restart")
+            for source in RESTARTS_FROM_CONFIG:
+                self._restarts[(upstream, source)] += 1
 
     def _upstream(self, upstream: str, kind: str) -> Upstream:
         return self._upstreams.get(upstream) or Upstream(kind)
@@ -252,17 +273,15 @@ class Store:
             now = known.counts.plus(counts, kind)
             self._upstreams[upstream] = dataclasses.replace(known, counts=now)
             if now.resets > known.counts.resets and kind == RESTARTS_FROM_RESETS:
-                for series in self._series.values():
-                    if series.key.upstream == upstream and series.key.source == RESTARTS_FROM_RESETS and series.last_update:
-                        series.memory = restarted(series.memory)
-                        if series.trace is not None:
-                            series.trace.cut("restart")
+                self._restarts[(upstream, RESTARTS_FROM_RESETS)] += 1
 
     def snapshot(self, timeline_points: int = 0) -> Snapshot:
         """A consistent copy of everything; with `timeline_points`, each series' recent L per interval."""
         self.complete()
         now = self.clock()
         with self._lock:
+            for known in self._series.values():
+                self._caught_up(known)
             series = tuple(
                 SeriesSnapshot(
                     key=s.key,
@@ -291,6 +310,8 @@ class Store:
         """Each series' references and health history (those of series not seen yet last), for the state dir."""
         self.complete()
         with self._lock:
+            for known in self._series.values():
+                self._caught_up(known)
             live = [(s.key, s.memory) for s in self._series.values() if s.memory.last_at is not None]
             return [*live, *self._restored.items()]
 
@@ -321,7 +342,7 @@ class Store:
         """Continue a series' counters from an earlier run, so Prometheus sees no reset."""
         with self._lock:
             self.version += 1
-            series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds, self._trace)
+            series = self._series.get(key) or _Series(key, self.window_seconds, self._judged_seconds, self._restarts[(key.upstream, key.source)], self._trace)
             series.lifetime = lifetime
             series.variants.update(variants)
             self._series[key] = series

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from exporter.records import Interval
-from exporter.state.load import LoadSums, columns_load, load_of
+from exporter.state.fold import GRANULES, RECENT_FOLD_AT, Folded, drafts_unknown, emitted_known, fold, fold_block, lines, same_run
+from exporter.state.load import LoadSums, columns_load, combined, load_of
 
 if TYPE_CHECKING:
     from exporter.intervals.columns import IntervalColumns
@@ -88,10 +89,13 @@ _EMPTY = Totals()
 
 
 class RollingWindow:
-    """The intervals that ended within the last `seconds`, with their running Totals."""
+    """The intervals that ended within the last `seconds`, with their running Totals; those that leave
+    together are held as one (state/fold.py), `granular`ly: those within 1/GRANULES of `seconds` too."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, granular: bool = False) -> None:
         self.seconds = seconds
+        self._granule = seconds / GRANULES if seconds > 0 else None
+        self._granular = granular
         self._intervals: deque[Interval] = deque()
         self._totals = Totals()
         # held intervals by how many positions they carry: once the wider ones (an earlier k) have
@@ -106,8 +110,23 @@ class RollingWindow:
             self._intervals.clear()
             self._totals = Totals()
             self._widths.clear()
-        self._intervals.append(interval)
+        self._hold(interval)
         self._totals = self._totals.plus(interval)
+
+    def __len__(self) -> int:
+        """How many items are held (an item may be several intervals: state/fold.py)."""
+        return len(self._intervals)
+
+    def _folding(self) -> float | None:
+        """The granule intervals are folded by now (None: only those ending at the same time)."""
+        return self._granule if self._granular or len(self._intervals) >= RECENT_FOLD_AT else None
+
+    def _hold(self, interval: Interval) -> None:
+        held = self._intervals
+        if held and same_run(held[-1], interval, self._folding()):
+            held[-1] = fold(held[-1], interval)
+            return
+        held.append(interval)
         self._widths[len(interval.accepted_per_position)] += 1
 
     def add_columns(self, columns: IntervalColumns, intervals: list[Interval]) -> None:
@@ -119,9 +138,17 @@ class RollingWindow:
             for interval in intervals:  # the clock runs back within the block: add() starts afresh where it must
                 self.add(interval)
             return
-        self._intervals.extend(intervals)
+        granule = self._folding()
+        if (ends[1:] < ends[:-1]).any() or (granule is None and len(self._intervals) + len(intervals) >= RECENT_FOLD_AT):
+            for interval in intervals:  # out of order, or folding may begin inside the block: as add() holds them
+                self._hold(interval)
+        else:
+            replaced, items = fold_block(self._intervals[-1] if self._intervals else None, columns, intervals, granule)
+            if replaced is not None:
+                self._intervals[-1] = replaced
+            self._intervals.extend(items)
+            self._widths.update(len(item.accepted_per_position) for item in items)
         self._totals = plus_columns(self._totals, columns)
-        self._widths.update(len(interval.accepted_per_position) for interval in intervals)
 
     def split(self, horizon: float) -> tuple[list[Interval], Totals, float | None]:
         """What the batch path's memory starts from: the intervals totals() would evict at `horizon`
@@ -165,7 +192,7 @@ def minus_all(totals: Totals, leaving: list[Interval]) -> Totals:
     backlog on the log's clock leaves a window thousands at a time at the first read after it
     (tests/test_derive.py holds the two equal). Integer sums are exact in any order; the seconds
     are taken off left to right with plus's clamp at 0."""
-    if len(leaving) == 1:
+    if len(leaving) == 1 and not isinstance(leaving[0], Folded):
         return totals.plus(leaving[0], sign=-1)
     seconds = totals.seconds
     for interval in leaving:
@@ -179,23 +206,24 @@ def minus_all(totals: Totals, leaving: list[Interval]) -> Totals:
             per_token = _add_positions(per_token, interval.draft_tokens_per_position, -1)
     load = totals.load
     for interval in leaving:
-        found = load_of(interval)
-        if found is not None:
+        if isinstance(interval, Folded):
+            load = combined(load, interval.load, -1)
+        elif (found := load_of(interval)) is not None:
             load = load.plus(*found, interval, -1)
     return replace(
         totals,
         load=load,
-        intervals=totals.intervals - len(leaving),
+        intervals=totals.intervals - sum(map(lines, leaving)),
         draft_tokens=totals.draft_tokens - sum(i.draft_tokens for i in leaving),
         accepted_tokens=totals.accepted_tokens - sum(i.accepted_tokens for i in leaving),
         drafts=totals.drafts - sum(i.drafts or 0 for i in leaving),
-        drafts_unknown=totals.drafts_unknown - sum(i.drafts is None for i in leaving),
+        drafts_unknown=totals.drafts_unknown - sum(map(drafts_unknown, leaving)),
         drafts_low=totals.drafts_low - sum(i.drafts_range[0] if i.drafts_range else i.drafts or 0 for i in leaving),
         drafts_high=totals.drafts_high - sum(i.drafts_range[1] if i.drafts_range else i.drafts or 0 for i in leaving),
         accepted_per_position=positions,
         draft_tokens_per_position=per_token,
         emitted_tokens=totals.emitted_tokens - sum(i.emitted_tokens or 0 for i in leaving),
-        emitted_known=totals.emitted_known - sum(i.emitted_tokens is not None for i in leaving),
+        emitted_known=totals.emitted_known - sum(map(emitted_known, leaving)),
         seconds=seconds,
     )
 
