@@ -13,6 +13,13 @@ while pos < len(data):
 PY
 }
 
+install_am_templates() {  # unpacked-package-root: Debian's Alertmanager reads every *.tmpl from its /usr/share folder
+  # (upstream's binary has them built in). Unpacked elsewhere they are missing and it exits at its first
+  # config load: default.tmpl in the first seed-incident run, email.tmpl in the ladder's first lease.
+  local dir=/usr/share/prometheus/alertmanager
+  mkdir -p "$dir" && cp -n "$1$dir"/*.tmpl "$dir"/
+}
+
 wait_healthy() {  # pid label seconds: 0 once $URL/health answers, 1 if the server exits or the time runs out; HEALTHY_AFTER says when
   local i
   for i in $(seq 1 "$3"); do

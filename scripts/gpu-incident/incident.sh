@@ -40,11 +40,7 @@ wait_up() {  # url, seconds
 source "$HERE/host.sh"
 for deb in "$PKG"/prometheus_*.deb "$PKG"/prometheus-alertmanager_*.deb; do undeb "$deb" "$WORK/pkg"; done
 PROM=$WORK/pkg/usr/bin/prometheus; AM=$WORK/pkg/usr/bin/prometheus-alertmanager
-# Debian's Alertmanager reads its default notification template from this path (upstream's binary
-# has it built in): unpacked elsewhere, it is missing and Alertmanager exits at its first config
-# load, which is what the first seed-incident run hit (alertmanager.log there).
-TMPL=/usr/share/prometheus/alertmanager/default.tmpl
-[ -f "$TMPL" ] || { mkdir -p "$(dirname "$TMPL")" && cp "$WORK/pkg$TMPL" "$TMPL"; }
+install_am_templates "$WORK/pkg"
 "$PROM" --version 2>&1 | head -1 | tee -a "$WORK/progress.log"; "$AM" --version 2>&1 | head -1 | tee -a "$WORK/progress.log"
 cp "$REPO/deploy/prometheus/specdecode.rules.yml" "$REPO/deploy/alertmanager/alertmanager.yml" config/
 cp "$REPO/deploy/prometheus/specdecode.alerts.yml" config/specdecode.alerts.production.yml

@@ -54,8 +54,8 @@ say "models: $(python3 -c "import json; b=json.load(open('ladder-build.json')); 
 source "$HERE/../gpu-incident/host.sh"
 start_stack() {
   for deb in "$PKG"/prometheus_*.deb "$PKG"/prometheus-alertmanager_*.deb; do undeb "$deb" "$WORK/pkg"; done
-  local prom=$WORK/pkg/usr/bin/prometheus am=$WORK/pkg/usr/bin/prometheus-alertmanager tmpl=/usr/share/prometheus/alertmanager/default.tmpl
-  [ -f "$tmpl" ] || { mkdir -p "$(dirname "$tmpl")" && cp "$WORK/pkg$tmpl" "$tmpl"; }  # Debian's Alertmanager reads it from there
+  local prom=$WORK/pkg/usr/bin/prometheus am=$WORK/pkg/usr/bin/prometheus-alertmanager
+  install_am_templates "$WORK/pkg"
   cp "$REPO/deploy/prometheus/specdecode.rules.yml" "$REPO/deploy/alertmanager/alertmanager.yml" config/
   cp "$REPO/deploy/prometheus/specdecode.alerts.yml" config/specdecode.alerts.production.yml
   python3 - "$SLOWER_FOR" "$JUDGED" config/specdecode.alerts.yml <<'PY'
