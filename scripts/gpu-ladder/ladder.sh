@@ -19,6 +19,8 @@
 # sidecar on $WORK/k*/server.log and vLLM's /metrics with --calibration. The last speculative run
 # (HOLD_RUN) ends with a hold at HOLD_HIGH_C requests for HOLD_HIGH_S s and HOLD_LOW_C for HOLD_LOW_S
 # (hold.jsonl, not part of the ladder) so the alert has the time to fire and to resolve.
+# CALIBRATION=<calibration.json of an earlier plain ladder> with RUNS of speculative runs only: the
+# stack starts first, with that calibration (a lease lost after `plain` and `k2` is finished so).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/ladder}; PKG=${PKG:?folder of the Debian packages}; REPO=${REPO:?repository checkout}
@@ -162,6 +164,11 @@ run_one() {  # plain | kN
 
 STACK_PIDS=()
 T_START=$(date +%s)
+if [ -n "${CALIBRATION:-}" ]; then
+  # a lease that runs only speculative k (the plain ladder measured in an earlier lease of the same
+  # machine kind, stage and models): its calibration, and the stack before the first run
+  cp "$CALIBRATION" calibration.json && say "calibration from $CALIBRATION" && start_stack
+fi
 for RUN in $RUNS; do
   if ! run_one "$RUN" && [ -z "${EAGER:-}" ]; then
     # CUDA graphs (or torch.compile) failed on this host: this run and every later one without them, said in the run's folder
