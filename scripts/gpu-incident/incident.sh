@@ -47,17 +47,18 @@ cp "$REPO/deploy/prometheus/specdecode.alerts.yml" config/specdecode.alerts.prod
 # loopback addresses; this run's sidecar has no web config, so its scrape needs no (compose-generated) password
 sed -e 's/"vllm:8000"/"127.0.0.1:8000"/; s/"sidecar:9847"/"127.0.0.1:9847"/; s/"alertmanager:9093"/"127.0.0.1:9093"/' -e '/basic_auth/d' \
     "$REPO/deploy/prometheus/prometheus.yml" > config/prometheus.yml
-python3 - "$SCALED_FOR" config/specdecode.alerts.yml <<'PY'
-# the production alerts with only the 10m `for:` (for_medium) scaled: generated from the mixin
+python3 - "$SCALED_FOR" config/specdecode.alerts.yml <<'PY' || { say "the scaled alerts could not be generated"; exit 3; }
+# the production alerts with only the acceptance alerts' 10m `for:` scaled: generated from the mixin
 import sys
 from dataclasses import replace
 import yaml
 from exporter.mixin.alerts import alert_groups
 from exporter.mixin.config import DEFAULT
-header = "# Generated from exporter/mixin/ for the seed-incident run: the production alerts, for_medium %s (production: %s).\n"
+acceptance = {"SpecDecodeAcceptanceLengthLow", "SpecDecodeAcceptanceDropped", "SpecDecodeAcceptanceBelowReference", "SpecDecodePositionZeroCollapse"}
+scaled = {name: replace(s, for_=sys.argv[1]) if name in acceptance else s for name, s in DEFAULT.alerts.items()}
 with open(sys.argv[2], "w") as out:
-    out.write(header % (sys.argv[1], DEFAULT.for_medium))
-    out.write(yaml.safe_dump({"groups": alert_groups(replace(DEFAULT, for_medium=sys.argv[1]))}, sort_keys=False, width=200, allow_unicode=True))
+    out.write("# Generated from exporter/mixin/ for the seed-incident run: the production alerts, the acceptance alerts' `for: 10m` -> %s.\n" % sys.argv[1])
+    out.write(yaml.safe_dump({"groups": alert_groups(replace(DEFAULT, alerts=scaled))}, sort_keys=False, width=200, allow_unicode=True))
 PY
 diff config/specdecode.alerts.production.yml config/specdecode.alerts.yml > config/alerts-scaled.diff
 : > server.log
@@ -70,7 +71,7 @@ SIDECAR_CMD=(specdecode-exporter --log-level info serve --log "$WORK/server.log"
 printf '%q ' "${SIDECAR_CMD[@]}" > sidecar-command.txt; echo >> sidecar-command.txt
 setsid "${SIDECAR_CMD[@]}" > sidecar.log 2>&1 &
 wait_up http://127.0.0.1:9093/-/ready 30 && wait_up http://127.0.0.1:9090/-/ready 30 && wait_up http://127.0.0.1:9847/metrics 60 \
-  || { say "the stack did not come up"; tail -5 alertmanager.log prometheus.log sidecar.log | tee -a progress.log; exit 3; }
+  || { say "the stack did not come up"; tail -n 5 alertmanager.log prometheus.log sidecar.log | tee -a progress.log; exit 3; }
 say "stack up: alertmanager, prometheus, sidecar, webhook"
 python3 - <<'PY' | tee -a "$WORK/progress.log"
 import json, urllib.request
