@@ -8,6 +8,13 @@ At every ladder point: the estimated speed-up within ±15 % of the measured one 
 over the plain run at the same concurrency); the break-even within one ladder step (a factor of two);
 `best_k` the measured best k (0: plain decoding) or one whose measured throughput is within 5 % of it.
 A point is matched to the band whose mean running requests is nearest in log scale, within ×/÷ 1.5.
+
+Two rules say how a best k is judged where the ladder did not run it:
+  * a k between two measured ones (3 between 2 and 4) is given the throughput interpolated linearly
+    between them;
+  * an estimate cannot choose past the k its run drafted (acceptance past it was never seen, and
+    judge/payoff.py does not guess it): where it names the k drafted, a larger measured best is not
+    held against it (the k2 run cannot know that k = 4 pays more).
 """
 
 from __future__ import annotations
@@ -57,6 +64,32 @@ def estimates(ladder: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def measured_tokens(point: dict[str, Any], k: int) -> float | None:
+    """The point's measured tokens/s at k, interpolated linearly between the measured k around it."""
+    measured = {0: point["plain_tokens_per_second"]}
+    measured.update({int(key[1:].split("_")[0]): value for key, value in point.items() if key.startswith("k") and key.endswith("_tokens_per_second")})
+    if k in measured:
+        return float(measured[k])
+    below, above = [m for m in measured if m < k], [m for m in measured if m > k]
+    if not below or not above:
+        return None
+    low, high = max(below), min(above)
+    return float(measured[low] + (measured[high] - measured[low]) * (k - low) / (high - low))
+
+
+def best_k_ok(estimated: int | None, drafted: int, point: dict[str, Any]) -> bool:
+    if estimated is None:
+        return False
+    best = point["best_k"]
+    top = measured_tokens(point, best)
+    value = measured_tokens(point, estimated)
+    if top is None or value is None:
+        return False
+    if value >= 0.95 * top:
+        return True
+    return estimated == drafted and best > drafted  # the estimate cannot see past the k drafted
+
+
 def check(ladder: str) -> dict[str, Any]:
     measured = _measure_module().measure(ladder)
     estimated = estimates(ladder)
@@ -78,7 +111,7 @@ def check(ladder: str) -> dict[str, Any]:
             row.update(running=near["running"], estimated_speedup=near["speedup"], best_k=near["best_k"])
             error = near["speedup"] / truth - 1 if near["speedup"] is not None else math.inf
             row["speedup_error"] = round(error, 4)
-            ok_k = near["best_k"] in point["within_5_percent_of_best"]
+            ok_k = best_k_ok(near["best_k"], int(name[1:]), point)
             row["best_k_ok"] = ok_k
             if abs(error) > SPEEDUP_TOLERANCE or not ok_k:
                 failures.append(row)
