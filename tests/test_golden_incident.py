@@ -415,10 +415,11 @@ def _scaled(duration: str) -> str:
 
 @pytest.mark.slow
 def test_alertmanager_with_the_production_routes_pages_the_collapse_once_and_resolves_it(tmp_path):
-    """The live run's Alertmanager did not start on the GPU host (Debian's template path, README), so
+    """This run's Alertmanager did not start on the GPU host (Debian's template path, README), so
     the alerts the live Prometheus sent are sent again here, in order, to a real Alertmanager with
     the production alertmanager.yml (its routes, grouping and inhibition), every duration in it and
-    between the snapshots divided by the same factor."""
+    between the snapshots divided by the same factor. The second run's live notifications are read
+    by tests/test_golden_incident_live.py."""
     import httpx
     from helpers import free_port, running_process
     from servers import Webhook, http_server

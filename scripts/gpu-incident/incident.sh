@@ -14,12 +14,14 @@
 #   vLLM with our stat-logger plugin; three lives appended to one server.log:
 #     healthy (drafter's own config.json), stale (config.json replaced), fixed (the right one back)
 # Phases (env): DUR_HEALTHY (120 s of load), DUR_STALE (420), DUR_FIXED (240), CONC (16).
+# Alerts (env): SCALED_FOR (1m: the acceptance alerts' for:, production 10m), KEEP_FIRING (2m: every
+#   keep_firing_for, production 25m; at 25m the second run's resolution came after its end).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/incident}; PKG=${PKG:?folder of the Debian packages}; REPO=${REPO:?repository checkout}
 KIT=${KIT:-/tmp/stage/kit}; MODELS=${MODELS:-/tmp/models}; SITE=${SITE_DIR:-/tmp/site}
 DUR_HEALTHY=${DUR_HEALTHY:-120}; DUR_STALE=${DUR_STALE:-420}; DUR_FIXED=${DUR_FIXED:-240}; CONC=${CONC:-16}
-SCALED_FOR=${SCALED_FOR:-1m}; RECOVERY=${RECOVERY:-1m}
+SCALED_FOR=${SCALED_FOR:-1m}; KEEP_FIRING=${KEEP_FIRING:-2m}; RECOVERY=${RECOVERY:-1m}
 VLLM=${VLLM:-vllm}; HEALTH_MAX_S=${HEALTH_MAX_S:-200}
 export PATH=$SITE/bin:$PATH PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
@@ -47,7 +49,7 @@ cp "$REPO/deploy/prometheus/specdecode.alerts.yml" config/specdecode.alerts.prod
 # loopback addresses; this run's sidecar has no web config, so its scrape needs no (compose-generated) password
 sed -e 's/"vllm:8000"/"127.0.0.1:8000"/; s/"sidecar:9847"/"127.0.0.1:9847"/; s/"alertmanager:9093"/"127.0.0.1:9093"/' -e '/basic_auth/d' \
     "$REPO/deploy/prometheus/prometheus.yml" > config/prometheus.yml
-python3 - "$SCALED_FOR" config/specdecode.alerts.yml <<'PY' || { say "the scaled alerts could not be generated"; exit 3; }
+python3 - "$SCALED_FOR" config/specdecode.alerts.yml "$KEEP_FIRING" <<'PY' || { say "the scaled alerts could not be generated"; exit 3; }
 # the production alerts with only the acceptance alerts' 10m `for:` scaled: generated from the mixin
 import sys
 from dataclasses import replace
@@ -57,8 +59,9 @@ from exporter.mixin.config import DEFAULT
 acceptance = {"SpecDecodeAcceptanceLengthLow", "SpecDecodeAcceptanceDropped", "SpecDecodeAcceptanceBelowReference", "SpecDecodePositionZeroCollapse"}
 scaled = {name: replace(s, for_=sys.argv[1]) if name in acceptance else s for name, s in DEFAULT.alerts.items()}
 with open(sys.argv[2], "w") as out:
-    out.write("# Generated from exporter/mixin/ for the seed-incident run: the production alerts, the acceptance alerts' `for: 10m` -> %s.\n" % sys.argv[1])
-    out.write(yaml.safe_dump({"groups": alert_groups(replace(DEFAULT, alerts=scaled))}, sort_keys=False, width=200, allow_unicode=True))
+    out.write("# Generated from exporter/mixin/ for the seed-incident run: the production alerts, the acceptance alerts' `for: 10m` -> %s, "
+              "keep_firing_for %s -> %s.\n" % (sys.argv[1], DEFAULT.keep_firing_for, sys.argv[3]))
+    out.write(yaml.safe_dump({"groups": alert_groups(replace(DEFAULT, alerts=scaled, keep_firing_for=sys.argv[3]))}, sort_keys=False, width=200, allow_unicode=True))
 PY
 diff config/specdecode.alerts.production.yml config/specdecode.alerts.yml > config/alerts-scaled.diff
 : > server.log
@@ -127,7 +130,7 @@ done
 cp "$DRAFT/config.json" drafter-live-at-end.json
 
 # --- until Alertmanager says resolved (bounded), then collect -------------------------------
-for i in $(seq 1 ${RESOLVE_MAX_S:-240}); do
+for i in $(seq 1 ${RESOLVE_MAX_S:-420}); do  # keep_firing_for past the condition's end, then a group_interval (5m)
   grep -q '"SpecDecodePositionZeroCollapse", "resolved"' webhook-receipts.jsonl 2>/dev/null && break
   sleep 1
 done
