@@ -24,11 +24,10 @@ HERE = Path(__file__).resolve().parent
 LADDER = HERE / "golden" / "vllm-0.26.0" / "load-ladder"
 SCRIPTS = HERE.parent / "scripts" / "gpu-ladder"
 RUNS = ("plain", "k2", "k4", "k8")
-# The two points where the estimate misses, each for a reason the README gives: k8 at 1 running (its
-# band holds the 3 s compile stall of the run's first request: −30 %) and k8 at 64 (best k 0 where
+# The one point where the estimate misses, for the reason the README gives: k8 at 64 (best k 0 where
 # k = 2 measured ×1.17: the verification of 556 tokens a step lies past the calibration's busiest
-# plain step and is extrapolated). A change that fixes or breaks another point fails here.
-KNOWN_MISSES = {("k8", 1, "speedup"), ("k8", 64, "best_k")}
+# plain step and is extrapolated). A change that fixes it or breaks another point fails here.
+KNOWN_MISSES = {("k8", 64, "best_k")}
 
 
 def _script(name: str) -> ModuleType:
@@ -93,7 +92,7 @@ def test_speculation_loses_past_a_break_even_that_falls_as_k_grows():
     assert last["concurrency"] == 256 and last["best_k"] == 0
 
 
-def test_the_estimate_meets_the_issues_bar_at_every_point_but_the_two_known(checked):
+def test_the_estimate_meets_the_issues_bar_at_every_point_but_the_one_known(checked):
     misses = set()
     for row in checked["rows"]:
         if "concurrency" not in row:
@@ -106,7 +105,7 @@ def test_the_estimate_meets_the_issues_bar_at_every_point_but_the_two_known(chec
             misses.add((row["run"], row["concurrency"], "best_k"))
     assert misses == KNOWN_MISSES
     errors = [abs(row["speedup_error"]) for row in checked["rows"] if "speedup_error" in row and (row["run"], row["concurrency"], "speedup") not in misses]
-    assert len(errors) == 26 and max(errors) <= 0.15
+    assert len(errors) == 27 and max(errors) <= 0.15
 
 
 def test_the_break_even_is_within_a_few_percent_of_the_measured_one(checked):

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.intervals.columns import IntervalColumns
+from exporter.judge.calibration import plain_points
 from exporter.records import Interval, SeriesKey
-from exporter.state.load import LoadProfile, LoadSums, band_of, steady_band
+from exporter.state.load import LoadProfile, LoadSums, band_of, pace_of, stalled, steady_band
 from exporter.state.window import Totals, plus_columns
 
 KEY = SeriesKey("log", "m", "0", "log")
@@ -42,6 +43,27 @@ def test_window_sums_give_running_throughput_and_the_share_of_steps_that_drafted
     # 4400 tokens emitted, 400 of them accepted drafts: 4000 steps, 200 of them drafted
     assert math.isclose(load.speculated_share or 0, 200 / 4000)
     assert totals.plus(_interval(0.0, 16, 16, 1000.0), sign=-1).load.intervals == 1  # leaving a window takes it out
+
+
+def test_a_stall_is_left_out_of_its_band_and_a_steady_spread_is_not():
+    """The golden ladder's k8 run at 1 request: a compile stall (96.5 tokens/s, the first request meeting
+    a new batch size) among steady intervals at 307–330. The band reads the steady ones; a band whose
+    intervals spread by less than a half around its median keeps them all."""
+    rates = [96.5, 307.3, 330.4, 324.9]
+    profile = LoadProfile()
+    for i, rate in enumerate(rates):
+        profile = profile.plus(_interval(float(i), 1, 1, rate))
+    ((band, sums),) = profile.bands
+    assert band == 0 and sums.intervals == 3 and math.isclose(sums.generation_rate or 0, sum(rates[1:]) / 3)
+    assert stalled({pace_of(96.5, 1): 2.0, pace_of(307.3, 1): 6.0}) == {pace_of(96.5, 1)}  # seconds at each pace
+    assert pace_of(0.0, 1) < pace_of(0.3, 1) < pace_of(96.5, 1)  # an interval that emitted nothing is the slowest
+    spread = LoadProfile()
+    for i, rate in enumerate([900.0, 1300.0, 1100.0, 700.0]):
+        spread = spread.plus(_interval(float(i), 16, 16, rate))
+    assert spread.bands[0][1].intervals == 4
+    # the calibration leaves a plain run's stalls out by the same rule
+    (point,) = plain_points([(1, 1, 60.0), (1, 1, 213.0), (1, 1, 214.0), (1, 1, 215.0)])
+    assert point.intervals == 3 and point.tokens_per_second == 214.0
 
 
 @st.composite
@@ -81,6 +103,7 @@ def test_a_profile_of_columns_is_the_profile_of_its_intervals(intervals):
     for interval in intervals:
         one_by_one = one_by_one.plus(interval)
     at_once = LoadProfile().plus_columns(_columns(intervals))
+    assert [key for key, _ in at_once.cells] == [key for key, _ in one_by_one.cells]  # the same (band, pace) cells
     assert [band for band, _ in at_once.bands] == [band for band, _ in one_by_one.bands]
     assert all(_close(a, b) for (_, a), (_, b) in zip(at_once.bands, one_by_one.bands, strict=True))
     # and the window sums: Totals.plus one by one, plus_columns at once (the seconds and floats added left to right: equal)

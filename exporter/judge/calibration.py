@@ -2,7 +2,7 @@
 JSON file (`specdecode-exporter calibrate … --out FILE`, read back by `--calibration FILE`).
 
 The points are the steady intervals of the plain log (the running count printed at an interval's
-start and at its end in the same band, state/load.py's rule) by band: each band's mean running
+start and at its end in the same band, state/load.py's rule; its stalls left out) by band: each band's mean running
 requests and mean generation throughput. judge/payoff.py interpolates between them.
 """
 
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exporter.config import PlainCalibration, PlainPoint
+from exporter.state.load import pace_of, stalled
 
 KIND = "specdecode-exporter plain-decoding calibration"
 VERSION = 1
@@ -25,7 +27,8 @@ class CalibrationError(ValueError):
 
 def plain_points(samples: Sequence[tuple[int | None, int, float]]) -> tuple[PlainPoint, ...]:
     """A plain run's stats lines — (running before, running, generation tokens/s) in order — as the
-    calibration's points: the steady ones by band, each its mean running and mean throughput."""
+    calibration's points: the steady ones by band without their stalls (state/load.py's rules, the
+    intervals weighed alike), each band's mean running and mean throughput."""
     bands: dict[int, list[tuple[int, float]]] = {}
     for before, running, generated in samples:
         if before is None or running < 1 or before < 1 or generated <= 0:
@@ -34,10 +37,14 @@ def plain_points(samples: Sequence[tuple[int | None, int, float]]) -> tuple[Plai
         if band != round(math.log2(before)):
             continue
         bands.setdefault(band, []).append((running, generated))
-    return tuple(
-        PlainPoint(running=sum(r for r, _ in rows) / len(rows), tokens_per_second=sum(g for _, g in rows) / len(rows), intervals=len(rows))
-        for _, rows in sorted(bands.items())
-    )
+    points = []
+    for _, rows in sorted(bands.items()):
+        paces = [pace_of(generated, running) for running, generated in rows]
+        drop = stalled(Counter(paces))
+        kept = [row for row, pace in zip(rows, paces, strict=True) if pace not in drop]
+        points.append(PlainPoint(running=sum(r for r, _ in kept) / len(kept), tokens_per_second=sum(g for _, g in kept) / len(kept),
+                                 intervals=len(kept)))
+    return tuple(points)
 
 
 def calibration_json(calibration: PlainCalibration) -> dict[str, Any]:

@@ -11,12 +11,16 @@ got accepted. Two sums are kept:
     band — of the intervals whose load was steady (the running count printed at the interval's
     start and at its end fall in the same band). An interval where load moved (a step of traffic,
     a drain) says nothing about the throughput of either load and is left out of the bands.
+    Within a band, an interval that ran far slower than the band's usual pace is a stall, left out
+    too (`stalled`): a speculating vLLM 0.26 compiles for a batch size the first time it meets one,
+    and the request that meets it takes 3 s where the next take 0.4 s (the golden load ladder).
 """
 
 from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -93,6 +97,29 @@ def load_of(interval: Interval) -> tuple[float, float, int] | None:
     return interval.seconds, interval.generation_throughput, interval.running
 
 
+NO_PACE = -1024  # the pace of an interval that emitted nothing
+STALL_PACES = 1  # how many paces under the band's median pace an interval may run before it is a stall
+
+
+def pace_of(generation: float, running: float) -> int:
+    """floor(log2(tokens per second per running request)): an interval's pace, in powers of two."""
+    per_request = generation / running if running > 0 else 0.0
+    return math.floor(math.log2(per_request)) if per_request > 0 else NO_PACE
+
+
+def stalled(weights: Mapping[int, float]) -> frozenset[int]:
+    """The paces of one band that are stalls: more than STALL_PACES under the pace that holds the band's
+    median (by `weights`: seconds, or intervals) — under a quarter to a half of its usual tokens per
+    second per request. A compile on first sight of a batch size, a pause: not the throughput of the load."""
+    total = sum(weights.values())
+    seen = 0.0
+    for pace in sorted(weights):
+        seen += weights[pace]
+        if seen >= total / 2:
+            return frozenset(p for p in weights if p < pace - STALL_PACES)
+    return frozenset()
+
+
 def band_of(running: int) -> int | None:
     """The load band of a running count: round(log2(running)); None for an idle engine."""
     return round(math.log2(running)) if running >= 1 else None
@@ -108,42 +135,62 @@ def steady_band(interval: Interval) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class LoadProfile:
-    """A series' steady intervals summed by load band: (band, sums), bands in order."""
+    """A series' steady intervals summed by load band and pace: ((band, pace), sums) in order. `bands`
+    gives each band's sums without its stalls."""
 
-    bands: tuple[tuple[int, LoadSums], ...] = ()
+    cells: tuple[tuple[tuple[int, int], LoadSums], ...] = ()
+
+    @property
+    def bands(self) -> tuple[tuple[int, LoadSums], ...]:
+        by_band: dict[int, dict[int, LoadSums]] = {}
+        for (band, pace), sums in self.cells:
+            by_band.setdefault(band, {})[pace] = sums
+        out = []
+        for band, paces in sorted(by_band.items()):
+            drop = stalled({pace: sums.seconds for pace, sums in paces.items()})
+            kept = LoadSums()
+            for pace in sorted(paces):
+                if pace not in drop:
+                    kept = combined(kept, paces[pace])
+            out.append((band, kept))
+        return tuple(out)
 
     def plus(self, interval: Interval) -> LoadProfile:
         load = load_of(interval)
         band = steady_band(interval) if load is not None else None
         if load is None or band is None:
             return self
-        table = dict(self.bands)
-        table[band] = table.get(band, LoadSums()).plus(*load, interval, positions=True)
+        _, generation, running = load
+        key = (band, pace_of(generation, running))
+        table = dict(self.cells)
+        table[key] = table.get(key, LoadSums()).plus(*load, interval, positions=True)
         return LoadProfile(tuple(sorted(table.items())))
 
     def plus_columns(self, columns: IntervalColumns) -> LoadProfile:
-        """plus() for each row of `columns`, the bands summed at once."""
+        """plus() for each row of `columns`, the cells summed at once."""
         import numpy as np  # the batch path only
 
         running, before = columns.running, columns.running_before
         with np.errstate(divide="ignore", invalid="ignore"):
             band = np.where(running >= 1, np.round(np.log2(np.maximum(running, 1))), np.nan)
             band_before = np.where(before >= 1, np.round(np.log2(np.maximum(before, 1))), np.nan)
+            per_request = columns.generation / np.maximum(running, 1)
+            pace = np.where(per_request > 0, np.floor(np.log2(np.where(per_request > 0, per_request, 1.0))), NO_PACE)
         seconds = columns.seconds
         usable = (band == band_before) & ~np.isnan(columns.generation) & ~np.isnan(seconds) & (seconds > 0)
         if not usable.any():
             return self
-        table = dict(self.bands)
-        for value in np.unique(band[usable]).tolist():
-            rows = np.flatnonzero(usable & (band == value))
+        table = dict(self.cells)
+        for value, speed in np.unique(np.stack([band[usable], pace[usable]], axis=1), axis=0).tolist():
+            rows = np.flatnonzero(usable & (band == value) & (pace == speed))
             s = seconds[rows]
             k = int(columns.ks[rows].max())
             add = LoadSums(intervals=len(rows), seconds=float(s.sum()), generated=float((columns.generation[rows] * s).sum()),
                            running=float((running[rows] * s).sum()), drafts=int(columns.drafts[rows].sum()),
                            accepted=int(columns.accepted[rows].sum()), draft_tokens=int(columns.draft_tokens[rows].sum()),
                            accepted_per_position=tuple(columns.positions[rows, :k].sum(axis=0).tolist()))
-            known = table.get(int(value), LoadSums())
-            table[int(value)] = combined(known, add)
+            key = (int(value), int(speed))
+            table[key] = combined(table.get(key, LoadSums()), add)
         return LoadProfile(tuple(sorted(table.items())))
 
 
