@@ -18,6 +18,18 @@ from waiting import DEADLINE_SECONDS, wait_until
 from exporter.expose.metrics import MetricsRenderer
 
 
+def script_module(relative: str) -> Any:
+    """A script of the repository (not a package: scripts/…/name.py) imported as a module, for its pure parts."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

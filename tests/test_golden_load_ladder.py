@@ -7,7 +7,6 @@ made from each speculative run's log and the plain run's calibration alone, is j
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 import tarfile
@@ -16,13 +15,13 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers import script_module
 
 from exporter.judge.calibration import calibration_json
 from exporter.report.calibrate import calibrate
 
 HERE = Path(__file__).resolve().parent
 LADDER = HERE / "golden" / "vllm-0.26.0" / "load-ladder"
-SCRIPTS = HERE.parent / "scripts" / "gpu-ladder"
 RUNS = ("plain", "k2", "k4", "k8")
 # The one point where the estimate misses, for the reason the README gives: k8 at 64 (best k 0 where
 # k = 2 measured ×1.17: the verification of 556 tokens a step lies past the calibration's busiest
@@ -31,11 +30,7 @@ KNOWN_MISSES = {("k8", 64, "best_k")}
 
 
 def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(f"scripts/gpu-ladder/{name}.py")  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import math
 import re
 import tarfile
 from pathlib import Path
+
+from helpers import script_module
 
 from exporter.judge.calibration import calibration_json
 from exporter.judge.payoff import plain_step_seconds
@@ -20,11 +21,7 @@ LADDER = HERE / "golden" / "vllm-0.26.0" / "plain-ladder-h200"
 
 
 def _measure():  # scripts/gpu-ladder/measure.py: the ground truth from the client records alone
-    spec = importlib.util.spec_from_file_location("measure", HERE.parent / "scripts" / "gpu-ladder" / "measure.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("scripts/gpu-ladder/measure.py")
 
 
 def _client(run: str) -> dict[int, float]:

@@ -4,20 +4,12 @@ calibration is not this server's."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+from helpers import script_module
 from ladder_synth import rate, write_ladder
-
-CHECK = Path(__file__).resolve().parents[1] / "scripts" / "gpu-ladder" / "check.py"
 
 
 def _check():
-    spec = importlib.util.spec_from_file_location("check", CHECK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("scripts/gpu-ladder/check.py")
 
 
 def test_the_estimate_meets_the_acceptance_check_on_a_ladder_whose_costs_are_known(tmp_path):

@@ -174,15 +174,17 @@ class LoadProfile:
         with np.errstate(divide="ignore", invalid="ignore"):
             band = np.where(running >= 1, np.round(np.log2(np.maximum(running, 1))), np.nan)
             band_before = np.where(before >= 1, np.round(np.log2(np.maximum(before, 1))), np.nan)
-            per_request = columns.generation / np.maximum(running, 1)
-            pace = np.where(per_request > 0, np.floor(np.log2(np.where(per_request > 0, per_request, 1.0))), NO_PACE)
+            pace = np.floor(np.log2(columns.generation / np.maximum(running, 1)))  # -inf where nothing was emitted
         seconds = columns.seconds
         usable = (band == band_before) & ~np.isnan(columns.generation) & ~np.isnan(seconds) & (seconds > 0)
         if not usable.any():
             return self
+        rows_of = np.flatnonzero(usable)
+        pace = np.where(np.isfinite(pace), pace, NO_PACE)
+        cells, cell_of = np.unique(np.stack([band[rows_of], pace[rows_of]], axis=1), axis=0, return_inverse=True)
         table = dict(self.cells)
-        for value, speed in np.unique(np.stack([band[usable], pace[usable]], axis=1), axis=0).tolist():
-            rows = np.flatnonzero(usable & (band == value) & (pace == speed))
+        for i, (value, speed) in enumerate(cells.tolist()):
+            rows = rows_of[cell_of.reshape(-1) == i]
             s = seconds[rows]
             k = int(columns.ks[rows].max())
             add = LoadSums(intervals=len(rows), seconds=float(s.sum()), generated=float((columns.generation[rows] * s).sum()),

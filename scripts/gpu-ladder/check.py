@@ -66,8 +66,7 @@ def estimates(ladder: str) -> dict[str, dict[str, Any]]:
 
 def measured_tokens(point: dict[str, Any], k: int) -> float | None:
     """The point's measured tokens/s at k, interpolated linearly between the measured k around it."""
-    measured = {0: point["plain_tokens_per_second"]}
-    measured.update({int(key[1:].split("_")[0]): value for key, value in point.items() if key.startswith("k") and key.endswith("_tokens_per_second")})
+    measured = point["tokens_per_second_by_k"]
     if k in measured:
         return float(measured[k])
     below, above = [m for m in measured if m < k], [m for m in measured if m > k]

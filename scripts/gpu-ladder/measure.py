@@ -96,6 +96,7 @@ def measure(ladder: str, warmup: bool = False) -> dict[str, object]:
                 row[f"{name}_tokens_per_second"] = round(levels[level], 1)
                 row[f"{name}_speedup"] = round(levels[level] / plain[level], 4)
         best = max(tokens, key=lambda k: tokens[k])
+        row["tokens_per_second_by_k"] = tokens  # k (0: plain) -> tokens/s, what check.py judges a best k by
         row["best_k"] = best
         row["within_5_percent_of_best"] = sorted(k for k, value in tokens.items() if value >= 0.95 * tokens[best])
         points.append(row)
